@@ -1,0 +1,22 @@
+//===- BrazeOps.h - braze operations ----------------------------*- C++ -*-===//
+
+#ifndef BRAZE_DIALECT_BRAZEOPS_H
+#define BRAZE_DIALECT_BRAZEOPS_H
+
+#include "Dialect/BrazeDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace braze {
+/// True when every type in `actual` equals the one in `inferred`, except that
+/// a dim inferred dynamic may be static in `actual` (a frontend may know it).
+bool isRefinementOf(mlir::TypeRange inferred, mlir::TypeRange actual);
+} // namespace braze
+
+#define GET_OP_CLASSES
+#include "braze/BrazeOps.h.inc"
+
+#endif // BRAZE_DIALECT_BRAZEOPS_H

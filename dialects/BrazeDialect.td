@@ -1,0 +1,42 @@
+//===- BrazeDialect.td - the braze dialect ----------------*- tablegen -*-===//
+//
+// The dialect, its base op class and the type constraints every op shares.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAZE_DIALECT
+#define BRAZE_DIALECT
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonTypeConstraints.td"
+
+def Braze_Dialect : Dialect {
+  let name = "braze";
+  let summary = "Tensor-level operations of PyTorch models for the braze compiler";
+  let description = [{
+    The `braze` dialect holds PyTorch programs after capture: pointwise math,
+    reductions, matrix products, layout changes, constants and named parameters,
+    all on builtin ranked `tensor` types whose dims may be dynamic (`?`).
+    Broadcasting follows NumPy/PyTorch rules and is checked by the verifiers;
+    element types never change implicitly (`braze.cast` converts them).
+  }];
+  let cppNamespace = "::braze";
+  let hasConstantMaterializer = 1;
+}
+
+class Braze_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Braze_Dialect, mnemonic, traits>;
+
+// Element types a braze tensor may hold.
+def Braze_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Braze_IntElement : AnyTypeOf<[I8, I16, I32, I64]>;
+def Braze_NumericElement : AnyTypeOf<[Braze_FloatElement, Braze_IntElement]>;
+def Braze_AnyElement : AnyTypeOf<[Braze_NumericElement, I1]>;
+
+def Braze_FloatTensor : RankedTensorOf<[Braze_FloatElement]>;
+def Braze_NumericTensor : RankedTensorOf<[Braze_NumericElement]>;
+def Braze_Tensor : RankedTensorOf<[Braze_AnyElement]>;
+def Braze_BoolTensor : RankedTensorOf<[I1]>;
+def Braze_IndexTensor : RankedTensorOf<[I64]>;
+
+#endif // BRAZE_DIALECT

@@ -1,0 +1,393 @@
+//===- BrazeOps.td - braze operations ---------------------*- tablegen -*-===//
+//
+// Tensor-level compute ops: pointwise, reductions, matrix products, layout,
+// constants and parameters. Every op is Pure; shapes are checked by verifiers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAZE_OPS
+#define BRAZE_OPS
+
+include "BrazeDialect.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// An op whose result type follows from its operands and attributes. The
+// declared result may refine a dim that inference leaves dynamic (`?` to a
+// static size the frontend knows), never the other way round.
+class Braze_InferredOp<string mnemonic, list<Trait> traits = []>
+    : Braze_Op<mnemonic, !listconcat(traits,
+          [Pure, InferTypeOpAdaptorWithIsCompatible])>;
+
+//===----------------------------------------------------------------------===//
+// Pointwise
+//===----------------------------------------------------------------------===//
+
+class Braze_UnaryOp<string mnemonic, Type tensorType, string doc>
+    : Braze_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # doc;
+  let description = [{
+    Applies the function to every element; the result has the operand's type.
+
+    ```mlir
+    %y = braze.}] # mnemonic # [{ %x : tensor<?x4xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Braze_NegOp : Braze_UnaryOp<"neg", Braze_NumericTensor, "negation"> {
+  let hasFolder = 1;
+}
+def Braze_AbsOp : Braze_UnaryOp<"abs", Braze_NumericTensor, "absolute value">;
+def Braze_ExpOp : Braze_UnaryOp<"exp", Braze_FloatTensor, "e to the power x">;
+def Braze_LogOp : Braze_UnaryOp<"log", Braze_FloatTensor, "natural logarithm">;
+def Braze_TanhOp : Braze_UnaryOp<"tanh", Braze_FloatTensor, "hyperbolic tangent">;
+def Braze_SigmoidOp : Braze_UnaryOp<"sigmoid", Braze_FloatTensor,
+                                    "logistic sigmoid 1 / (1 + exp(-x))">;
+def Braze_ReluOp : Braze_UnaryOp<"relu", Braze_NumericTensor, "max(x, 0)"> {
+  let hasFolder = 1;
+}
+def Braze_SiluOp : Braze_UnaryOp<"silu", Braze_FloatTensor, "x * sigmoid(x)">;
+def Braze_SqrtOp : Braze_UnaryOp<"sqrt", Braze_FloatTensor, "square root">;
+def Braze_RsqrtOp : Braze_UnaryOp<"rsqrt", Braze_FloatTensor,
+                                  "reciprocal square root">;
+
+def Braze_GeluOp : Braze_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise GELU, exact (erf) or tanh-approximated";
+  let description = [{
+    `approximate = "none"` (the default) computes `x * 0.5 * (1 + erf(x / sqrt(2)))`;
+    `approximate = "tanh"` computes
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`, as PyTorch does.
+
+    ```mlir
+    %y = braze.gelu %x approximate "tanh" : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins Braze_FloatTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs Braze_FloatTensor:$result);
+  let assemblyFormat =
+      "$input (`approximate` $approximate^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+class Braze_BinaryOp<string mnemonic, Type tensorType, string doc>
+    : Braze_InferredOp<mnemonic> {
+  let summary = "elementwise " # doc # " with broadcasting";
+  let description = [{
+    Both operands have the same element type; their shapes broadcast as in
+    NumPy: aligned from the last dim, each pair of dims equal or one of them 1.
+
+    ```mlir
+    %z = braze.}] # mnemonic # [{ %x, %y : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$lhs, tensorType:$rhs);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Braze_AddOp : Braze_BinaryOp<"add", Braze_NumericTensor, "addition"> {
+  let hasFolder = 1;
+}
+def Braze_SubOp : Braze_BinaryOp<"sub", Braze_NumericTensor, "subtraction"> {
+  let hasFolder = 1;
+}
+def Braze_MulOp : Braze_BinaryOp<"mul", Braze_NumericTensor, "multiplication"> {
+  let hasFolder = 1;
+}
+def Braze_DivOp : Braze_BinaryOp<"div", Braze_NumericTensor,
+                                 "division (true division for floats, "
+                                 "truncating for integers)"> {
+  let hasFolder = 1;
+}
+def Braze_PowOp : Braze_BinaryOp<"pow", Braze_FloatTensor, "power lhs^rhs">;
+def Braze_MaximumOp : Braze_BinaryOp<"maximum", Braze_NumericTensor,
+                                     "maximum (NaN-propagating)">;
+def Braze_MinimumOp : Braze_BinaryOp<"minimum", Braze_NumericTensor,
+                                     "minimum (NaN-propagating)">;
+
+def Braze_WhereOp : Braze_InferredOp<"where"> {
+  let summary = "elementwise select with broadcasting";
+  let description = [{
+    `condition ? true_value : false_value` per element; the three shapes
+    broadcast together; the two values share their element type.
+
+    ```mlir
+    %r = braze.where %c, %a, %b : tensor<4x1xi1>, tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Braze_BoolTensor:$condition, Braze_Tensor:$true_value,
+                       Braze_Tensor:$false_value);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $true_value `,` $false_value attr-dict `:` type($condition)
+    `,` type($true_value) `,` type($false_value) `->` type($result)
+  }];
+}
+
+def Braze_CastOp : Braze_Op<"cast", [Pure]> {
+  let summary = "element type conversion";
+  let description = [{
+    Converts every element to the result's element type with PyTorch's rules:
+    float to int truncates toward zero, anything to `i1` tests for non-zero,
+    `i1` to a number gives 0 or 1. The shape does not change.
+
+    ```mlir
+    %h = braze.cast %x : tensor<?x4xf32> to tensor<?x4xf16>
+    ```
+  }];
+  let arguments = (ins Braze_Tensor:$input);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Braze_ReductionOp<string mnemonic, Type inputType, Type resultType,
+                        string doc>
+    : Braze_InferredOp<mnemonic> {
+  let summary = doc # " over a list of dims";
+  let description = [{
+    Reduces the dims listed in `dims` (strictly increasing, each in
+    [0, rank)). Without `keepdim` the reduced dims disappear from the result;
+    with it they stay, with size 1.
+
+    ```mlir
+    %r = braze.}] # mnemonic # [{ %x dims [1] keepdim : tensor<?x8xf32> -> tensor<?x1x}] #
+        !if(!eq(mnemonic, "argmax"), "i64", "f32") # [{>
+    ```
+  }];
+  let arguments = (ins inputType:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs resultType:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims (`keepdim` $keepdim^)? attr-dict `:` type($input) `->`
+    type($result)
+  }];
+}
+
+def Braze_SumOp : Braze_ReductionOp<"sum", Braze_NumericTensor,
+                                    Braze_NumericTensor, "sum">;
+def Braze_MeanOp : Braze_ReductionOp<"mean", Braze_FloatTensor,
+                                     Braze_FloatTensor, "arithmetic mean">;
+def Braze_MaxOp : Braze_ReductionOp<"max", Braze_NumericTensor,
+                                    Braze_NumericTensor, "maximum">;
+def Braze_MinOp : Braze_ReductionOp<"min", Braze_NumericTensor,
+                                    Braze_NumericTensor, "minimum">;
+def Braze_ArgmaxOp : Braze_ReductionOp<"argmax", Braze_NumericTensor,
+                                       Braze_IndexTensor,
+                                       "index of the first maximum"> {
+  let description = [{
+    The `i64` index of the first maximal element within the reduced dims,
+    counted in row-major order over those dims (a single dim gives PyTorch's
+    `argmax(dim)`). `keepdim` as for the other reductions.
+
+    ```mlir
+    %i = braze.argmax %x dims [1] : tensor<?x8xf32> -> tensor<?xi64>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+def Braze_MatmulOp : Braze_InferredOp<"matmul"> {
+  let summary = "matrix product [M, K] x [K, N] -> [M, N]";
+  let description = [{
+    ```mlir
+    %c = braze.matmul %a, %b : tensor<?x64xf32>, tensor<64x32xf32> -> tensor<?x32xf32>
+    ```
+  }];
+  let arguments = (ins Braze_NumericTensor:$lhs, Braze_NumericTensor:$rhs);
+  let results = (outs Braze_NumericTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Braze_BmmOp : Braze_InferredOp<"bmm"> {
+  let summary = "batched matrix product [B, M, K] x [B, K, N] -> [B, M, N]";
+  let description = [{
+    ```mlir
+    %c = braze.bmm %a, %b : tensor<8x?x64xf32>, tensor<8x64x?xf32> -> tensor<8x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Braze_NumericTensor:$lhs, Braze_NumericTensor:$rhs);
+  let results = (outs Braze_NumericTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Braze_AddmmOp : Braze_InferredOp<"addmm"> {
+  let summary = "beta * bias + alpha * (lhs x rhs)";
+  let description = [{
+    `lhs` is [M, K], `rhs` is [K, N]; `bias` broadcasts to [M, N]
+    (typically [N], a Linear layer's bias). `alpha` and `beta` default to 1.
+
+    ```mlir
+    %y = braze.addmm %bias, %x, %w : tensor<32xf32>, tensor<?x64xf32>, tensor<64x32xf32> -> tensor<?x32xf32>
+    ```
+  }];
+  let arguments = (ins Braze_NumericTensor:$bias, Braze_NumericTensor:$lhs,
+                       Braze_NumericTensor:$rhs,
+                       DefaultValuedAttr<F64Attr, "1.0">:$beta,
+                       DefaultValuedAttr<F64Attr, "1.0">:$alpha);
+  let results = (outs Braze_NumericTensor:$result);
+  let assemblyFormat = [{
+    $bias `,` $lhs `,` $rhs attr-dict `:` type($bias) `,` type($lhs) `,`
+    type($rhs) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+def Braze_ReshapeOp : Braze_Op<"reshape", [Pure]> {
+  let summary = "the same elements in row-major order under a new shape";
+  let description = [{
+    Also serves PyTorch's `view`. A result with one dynamic dim takes its size
+    from the element count; a result with more dynamic dims lists an `index`
+    size for each of them, in order.
+
+    ```mlir
+    %y = braze.reshape %x : tensor<?x8xf32> -> tensor<?x2x4xf32>
+    %z = braze.reshape %x [%b, %s] : tensor<?x8xf32> -> tensor<?x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Braze_Tensor:$input, Variadic<Index>:$sizes);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = [{
+    $input (`[` $sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Braze_PermuteOp : Braze_InferredOp<"permute"> {
+  let summary = "dim permutation (transpose)";
+  let description = [{
+    Result dim `i` is input dim `permutation[i]`.
+
+    ```mlir
+    %t = braze.permute %x [1, 0] : tensor<?x8xf32> -> tensor<8x?xf32>
+    ```
+  }];
+  let arguments = (ins Braze_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = [{
+    $input $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Braze_ExpandOp : Braze_Op<"expand", [Pure]> {
+  let summary = "broadcast to a larger shape";
+  let description = [{
+    NumPy's `broadcast_to`: input dims align with the last result dims, and
+    each is 1 or equal to its result dim. A dynamic result dim over a dynamic
+    input dim keeps that size; the other dynamic result dims each take an
+    `index` size, in order.
+
+    ```mlir
+    %y = braze.expand %x : tensor<1x8xf32> -> tensor<4x8xf32>
+    %z = braze.expand %x [%n] : tensor<1x8xf32> -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Braze_Tensor:$input, Variadic<Index>:$sizes);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = [{
+    $input (`[` $sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Braze_SliceOp : Braze_InferredOp<"slice"> {
+  let summary = "strided slice along one dim";
+  let description = [{
+    Keeps indices `start, start + step, ...` below `end` of dim `dim`
+    (`0 <= start <= end`, `step >= 1`; an `end` past the dim's size stops at
+    the size, as in Python).
+
+    ```mlir
+    %y = braze.slice %x dim 1 [0 : 8 : 2] : tensor<?x16xf32> -> tensor<?x4xf32>
+    ```
+  }];
+  let arguments = (ins Braze_Tensor:$input, I64Attr:$dim, I64Attr:$start,
+                       I64Attr:$end, DefaultValuedAttr<I64Attr, "1">:$step);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim `[` $start `:` $end `:` $step `]` attr-dict `:`
+    type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Braze_ConcatOp : Braze_InferredOp<"concat"> {
+  let summary = "concatenation along one dim";
+  let description = [{
+    All inputs have the same rank and element type and agree on every dim but
+    `dim`.
+
+    ```mlir
+    %y = braze.concat %a, %b dim 1 : tensor<4x2xf32>, tensor<4x?xf32> -> tensor<4x?xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Braze_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` $dim attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and parameters
+//===----------------------------------------------------------------------===//
+
+def Braze_ConstantOp : Braze_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a tensor literal";
+  let description = [{
+    ```mlir
+    %c = braze.constant dense<1.0> : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Braze_ParameterOp : Braze_Op<"parameter", [Pure]> {
+  let summary = "a named weight supplied by the runtime";
+  let description = [{
+    Reads the model parameter or buffer `name` (its PyTorch state-dict key).
+    Weights stay out of the IR so a module prints small and several programs
+    can share one copy at run time.
+
+    ```mlir
+    %w = braze.parameter "fc1.weight" : tensor<4096x1024xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // BRAZE_OPS

@@ -1,0 +1,15 @@
+"""Pass pipelines mixing C++ and Python passes, and the Python pass API."""
+
+from braze.passes.pipeline import run_pipeline
+from braze.passes.registry import PythonPass, lookup, register_pass, registered_passes
+from braze.passes.rewrite import erase_op, replace_op
+
+__all__ = [
+    "PythonPass",
+    "erase_op",
+    "lookup",
+    "register_pass",
+    "registered_passes",
+    "replace_op",
+    "run_pipeline",
+]

@@ -1,0 +1,171 @@
+"""`run_pipeline`: one pipeline string, C++ and Python passes interleaved.
+
+The string uses MLIR's textual pipeline syntax. Top-level elements that name a
+registered Python pass run in Python on the module op; runs of the other
+elements go to MLIR's PassManager as they are. The whole string is checked
+before any pass runs, so a typo never leaves a module half-transformed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from mlir import ir, passmanager
+
+from braze.errors import BrazeError
+from braze.ir import Module
+from braze.passes.registry import PythonPass, lookup, registered_passes
+
+_ELEMENT_NAME = re.compile(r"^\s*([A-Za-z0-9_.\-]+)")
+
+
+def _split_top_level(text: str, pipeline: str) -> list[str]:
+    """Splits `text` at the commas outside any (...) or {...}."""
+    parts, depth, start = [], 0, 0
+    closing = {")": "(", "}": "{"}
+    stack: list[str] = []
+    for i, ch in enumerate(text):
+        if ch in "({":
+            stack.append(ch)
+        elif ch in ")}":
+            if not stack or stack.pop() != closing[ch]:
+                raise BrazeError(f"unbalanced '{ch}' in pass pipeline {pipeline!r}")
+        elif ch == "," and not stack:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    if stack:
+        raise BrazeError(f"unclosed '{stack[-1]}' in pass pipeline {pipeline!r}")
+    parts.append(text[start:].strip())
+    if any(not p for p in parts):
+        raise BrazeError(f"empty element in pass pipeline {pipeline!r}")
+    return parts
+
+
+def _strip_module_anchor(pipeline: str) -> str:
+    text = pipeline.strip()
+    match = re.fullmatch(r"builtin\.module\((.*)\)", text, flags=re.S)
+    return match.group(1) if match else text
+
+
+def _parse_options(pass_: PythonPass, text: str) -> dict[str, str]:
+    """`{a=1 b=x}` to {"a": "1", "b": "x"}, checked against the pass's signature."""
+    options = {}
+    for item in text.split():
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BrazeError(f"option {item!r} of pass '{pass_.name}' is not of the form key=value")
+        options[key] = value
+    accepted = pass_.option_names()
+    if accepted is not None:
+        unknown = sorted(set(options) - accepted)
+        if unknown:
+            known = ", ".join(sorted(accepted)) or "none"
+            raise BrazeError(
+                f"pass '{pass_.name}' has no option(s) {', '.join(unknown)} (options: {known})"
+            )
+    return options
+
+
+def _nested_python_pass(element: str) -> str | None:
+    """A registered Python pass named anywhere inside `element`'s (...) nest."""
+    python_names = registered_passes()
+    for name in re.findall(r"[A-Za-z0-9_.\-]+", element.partition("(")[2]):
+        if name in python_names:
+            return name
+    return None
+
+
+@dataclass
+class _NativeStep:
+    elements: list[str] = field(default_factory=list)
+    manager: passmanager.PassManager | None = None
+
+    @property
+    def text(self) -> str:
+        return ",".join(self.elements)
+
+    def prepare(self, context: ir.Context) -> None:
+        try:
+            self.manager = passmanager.PassManager.parse(
+                f"builtin.module({self.text})", context=context
+            )
+        except ValueError as error:
+            for element in self.elements:
+                nested = _nested_python_pass(element)
+                if nested:
+                    raise BrazeError(
+                        f"Python pass '{nested}' runs on the whole module and cannot be "
+                        f"nested in '{element}'; name it at the top level of the pipeline"
+                    ) from None
+            raise BrazeError(f"invalid pass pipeline '{self.text}': {error}") from None
+
+    def run(self, module: Module) -> None:
+        try:
+            self.manager.run(module.operation)
+        except ir.MLIRError as error:
+            raise BrazeError.from_mlir(f"pass pipeline '{self.text}' failed", error) from None
+
+
+@dataclass
+class _PythonStep:
+    pass_: PythonPass
+    options: dict[str, str]
+
+    def run(self, module: Module) -> None:
+        name = self.pass_.name
+        try:
+            self.pass_.run(module.operation, **self.options)
+        except BrazeError as error:
+            raise BrazeError(f"Python pass '{name}' failed: {error.message}", error.diagnostics) from error
+        except Exception as error:
+            raise BrazeError(
+                f"Python pass '{name}' raised {type(error).__name__}: {error}"
+            ) from error
+        try:
+            module.operation.verify()
+        except ir.MLIRError as error:
+            raise BrazeError.from_mlir(
+                f"Python pass '{name}' produced invalid IR", error
+            ) from None
+
+
+def _plan(pipeline: str, context: ir.Context) -> list[_NativeStep | _PythonStep]:
+    steps: list[_NativeStep | _PythonStep] = []
+    for element in _split_top_level(_strip_module_anchor(pipeline), pipeline):
+        match = _ELEMENT_NAME.match(element)
+        python_pass = lookup(match.group(1)) if match else None
+        if python_pass is None:
+            if not steps or not isinstance(steps[-1], _NativeStep):
+                steps.append(_NativeStep())
+            steps[-1].elements.append(element)
+            continue
+        rest = element[match.end():].strip()
+        if rest.startswith("{") and rest.endswith("}"):
+            options = _parse_options(python_pass, rest[1:-1])
+        elif not rest:
+            options = {}
+        else:
+            raise BrazeError(
+                f"Python pass '{python_pass.name}' takes options in {{key=value}} form, "
+                f"got {rest!r}"
+            )
+        steps.append(_PythonStep(python_pass, options))
+    for step in steps:
+        if isinstance(step, _NativeStep):
+            step.prepare(context)
+    return steps
+
+
+def run_pipeline(module: Module, pipeline: str) -> Module:
+    """Runs `pipeline` on `module` in place and returns the module.
+
+    Example: `run_pipeline(m, "braze-simplify,my-py-pass{factor=2},cse")`.
+    """
+    if not isinstance(module, Module):
+        raise TypeError(f"run_pipeline expects a braze.Module, got {type(module).__name__}")
+    if not isinstance(pipeline, str):
+        raise TypeError(f"the pipeline must be a str, got {type(pipeline).__name__}")
+    for step in _plan(pipeline, module.context):
+        step.run(module)
+    return module
