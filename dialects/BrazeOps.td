@@ -265,13 +265,13 @@ def Braze_ReshapeOp : Braze_Op<"reshape", [Pure]> {
 
     ```mlir
     %y = braze.reshape %x : tensor<?x8xf32> -> tensor<?x2x4xf32>
-    %z = braze.reshape %x [%b, %s] : tensor<?x8xf32> -> tensor<?x?x8xf32>
+    %z = braze.reshape %x sizes [%b, %s] : tensor<?x8xf32> -> tensor<?x?x8xf32>
     ```
   }];
   let arguments = (ins Braze_Tensor:$input, Variadic<Index>:$sizes);
   let results = (outs Braze_Tensor:$result);
   let assemblyFormat = [{
-    $input (`[` $sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
+    $input (`sizes` ` ` `[` $sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -304,13 +304,13 @@ def Braze_ExpandOp : Braze_Op<"expand", [Pure]> {
 
     ```mlir
     %y = braze.expand %x : tensor<1x8xf32> -> tensor<4x8xf32>
-    %z = braze.expand %x [%n] : tensor<1x8xf32> -> tensor<?x8xf32>
+    %z = braze.expand %x sizes [%n] : tensor<1x8xf32> -> tensor<?x8xf32>
     ```
   }];
   let arguments = (ins Braze_Tensor:$input, Variadic<Index>:$sizes);
   let results = (outs Braze_Tensor:$result);
   let assemblyFormat = [{
-    $input (`[` $sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
+    $input (`sizes` ` ` `[` $sizes^ `]`)? attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
@@ -331,7 +331,7 @@ def Braze_SliceOp : Braze_InferredOp<"slice"> {
                        I64Attr:$end, DefaultValuedAttr<I64Attr, "1">:$step);
   let results = (outs Braze_Tensor:$result);
   let assemblyFormat = [{
-    $input `dim` $dim `[` $start `:` $end `:` $step `]` attr-dict `:`
+    $input `dim` $dim ` ` `[` $start `:` $end `:` $step `]` attr-dict `:`
     type($input) `->` type($result)
   }];
   let hasFolder = 1;

@@ -26,7 +26,8 @@ def BrazeSimplify : Pass<"braze-simplify"> {
     %r = braze.sub %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
     ```
     (likewise `a - neg(b)` to `a + b` and `neg(a) * neg(b)` to `a * b`).
-    Ops of other dialects are left alone.
+    The patterns apply to braze ops only; like `canonicalize`, the driver
+    still folds any op it visits.
   }];
   let options = [
     Option<"maxIterations", "max-iterations", "int64_t", "10",

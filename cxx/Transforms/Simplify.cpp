@@ -104,12 +104,12 @@ struct BrazeSimplifyPass
     patterns.add<AddOfNeg, SubOfNeg, MulOfNegs>(context, numAlgebraicRewrites);
 
     GreedyRewriteConfig config;
-    config.setMaxIterations(maxIterations);
+    int64_t rounds = maxIterations;
+    config.setMaxIterations(rounds);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
                                      config)))
       getOperation()->emitWarning()
-          << "braze-simplify did not converge in " << maxIterations
-          << " iterations";
+          << "braze-simplify did not converge in " << rounds << " iterations";
   }
 };
 } // namespace

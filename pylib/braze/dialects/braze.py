@@ -1,7 +1,7 @@
-"""Python op classes of the braze dialect, generated from dialects/BrazeOps.td.
+"""Op classes of the braze dialect, generated from dialects/BrazeOps.td.
 
 Importing this module makes every new `mlir.ir.Context` know the dialect.
 """
 
 from braze import _native  # noqa: F401  (registers the dialect)
-from braze.dialect._braze_ops_gen import *  # noqa: F401,F403
+from braze.dialects._braze_ops_gen import *  # noqa: F401,F403

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs every test: the FileCheck tests under tests/lit, then pytest under
+# tests/python (extra arguments go to pytest). Fails if either fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+python=python3
+[ -x .venv/bin/python ] && python=.venv/bin/python
+export PATH="$(dirname "$python"):$PATH"
+
+"$python" -m lit -sv tests/lit
+lit_status=$?
+"$python" -m pytest tests/python -ra "$@"
+pytest_status=$?
+[ "$lit_status" -eq 0 ] && [ "$pytest_status" -eq 0 ]

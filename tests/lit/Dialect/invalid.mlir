@@ -1,0 +1,362 @@
+// RUN: braze-opt %s -split-input-file -verify-diagnostics
+
+// Tests that mismatched broadcast dims name the operand, the dim and both sizes.
+func.func @broadcast_mismatch(%a: tensor<3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{'braze.add' op operand #1 dim 0 has size 4, which does not broadcast with size 3 of operand #0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.add %a, %b : tensor<3xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that a result type other than the broadcast shape is rejected.
+func.func @wrong_result_shape(%a: tensor<3x1xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<3x4xf32>' are incompatible with return type(s) of operation 'tensor<3x5xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.mul %a, %b : tensor<3x1xf32>, tensor<4xf32> -> tensor<3x5xf32>
+  return
+}
+
+// -----
+
+// Tests that a static inferred dim may not be declared dynamic (only ? may be refined).
+func.func @unrefined_result(%a: tensor<3x4xf32>, %b: tensor<4xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<3x4xf32>' are incompatible with return type(s) of operation 'tensor<?x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.sub %a, %b : tensor<3x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+// Tests that element types never mix implicitly.
+func.func @element_type_mismatch(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+2 {{operand #1 has element type f16 but operand #0 has f32 (convert one with braze.cast)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.div %a, %b : tensor<4xf32>, tensor<4xf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that transcendental ops take floats only.
+func.func @exp_of_int(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'braze.exp' op operand #0 must be ranked tensor of}}
+  %0 = braze.exp %a : tensor<4xi32>
+  return
+}
+
+// -----
+
+// Tests that gelu's approximation is checked.
+func.func @gelu_approximation(%a: tensor<4xf32>) {
+  // expected-error @+1 {{approximate must be "none" or "tanh", got "erf"}}
+  %0 = braze.gelu %a approximate "erf" : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that where's two values must share an element type.
+func.func @where_values(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xi32>) {
+  // expected-error @+2 {{operand #2 has element type i32 but operand #1 has f32}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.where %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xi32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that where's condition must be boolean.
+func.func @where_condition(%c: tensor<4xf32>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = braze.where %c, %a, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that a cast may not change the shape.
+func.func @cast_shape(%a: tensor<4x?xf32>) {
+  // expected-error @+1 {{changes the shape from [4, ?] to [4, 4]; a cast converts element types only}}
+  %0 = braze.cast %a : tensor<4x?xf32> to tensor<4x4xf16>
+  return
+}
+
+// -----
+
+// Tests that reduced dims must be in range.
+func.func @reduce_dim_range(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{'braze.sum' op reduced dim 2 is out of range for rank 2 (valid: 0 to 1)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.sum %a dims [2] : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that reduced dims must be strictly increasing.
+func.func @reduce_dim_order(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{reduced dims must be strictly increasing, but 0 follows 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.max %a dims [1, 0] : tensor<4x8xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// Tests that a reduction needs a dim.
+func.func @reduce_no_dims(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{needs at least one dim to reduce}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.min %a dims [] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that keepdim keeps the reduced dims with size 1.
+func.func @reduce_keepdim_shape(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<4x1xf32>' are incompatible with return type(s) of operation 'tensor<4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.mean %a dims [1] keepdim : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that argmax gives i64 indices.
+func.func @argmax_type(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{result #0 must be ranked tensor of 64-bit signless integer values}}
+  %0 = braze.argmax %a dims [1] : tensor<4x8xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul checks the contraction dim.
+func.func @matmul_k(%a: tensor<4x8xf32>, %b: tensor<7x2xf32>) {
+  // expected-error @+2 {{contraction dim mismatch: operand #0 has K = 8 (dim 1) but operand #1 has K = 7 (dim 0)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.matmul %a, %b : tensor<4x8xf32>, tensor<7x2xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// Tests that matmul takes 2-D operands.
+func.func @matmul_rank(%a: tensor<2x4x8xf32>, %b: tensor<8x2xf32>) {
+  // expected-error @+2 {{operand #0 must have rank 2, got rank 3}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// Tests that bmm checks the batch dim.
+func.func @bmm_batch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x2xf32>) {
+  // expected-error @+2 {{batch dim 0 is 2 in operand #0 but 3 in operand #1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.bmm %a, %b : tensor<2x4x8xf32>, tensor<3x8x2xf32> -> tensor<2x4x2xf32>
+  return
+}
+
+// -----
+
+// Tests that addmm's bias must broadcast to the product.
+func.func @addmm_bias(%bias: tensor<3xf32>, %a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {
+  // expected-error @+2 {{bias (operand #0) dim 0 has size 3, which does not broadcast to size 2 of the product}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.addmm %bias, %a, %b : tensor<3xf32>, tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// Tests that addmm names its operands by position (lhs is operand #1).
+func.func @addmm_k(%bias: tensor<2xf32>, %a: tensor<4x8xf32>, %b: tensor<9x2xf32>) {
+  // expected-error @+2 {{operand #1 has K = 8 (dim 1) but operand #2 has K = 9 (dim 0)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.addmm %bias, %a, %b : tensor<2xf32>, tensor<4x8xf32>, tensor<9x2xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// Tests that a static reshape keeps the element count.
+func.func @reshape_count(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{changes the element count from 32 to 30}}
+  %0 = braze.reshape %a : tensor<4x8xf32> -> tensor<5x6xf32>
+  return
+}
+
+// -----
+
+// Tests that a single inferred dim must divide the element count.
+func.func @reshape_infer(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{cannot infer the dynamic dim: 32 elements are not a multiple of 5}}
+  %0 = braze.reshape %a : tensor<4x8xf32> -> tensor<?x5xf32>
+  return
+}
+
+// -----
+
+// Tests that two dynamic result dims need explicit sizes.
+func.func @reshape_two_dynamic(%a: tensor<?x8xf32>) {
+  // expected-error @+1 {{result has 2 dynamic dims; give one index size per dynamic dim}}
+  %0 = braze.reshape %a : tensor<?x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+// Tests that the number of reshape sizes matches the dynamic dims.
+func.func @reshape_sizes(%a: tensor<?x8xf32>, %n: index) {
+  // expected-error @+1 {{has 1 size operand(s) but the result has 2 dynamic dim(s)}}
+  %0 = braze.reshape %a sizes [%n] : tensor<?x8xf32> -> tensor<?x?x8xf32>
+  return
+}
+
+// -----
+
+// Tests that a permutation must cover every dim once.
+func.func @permute_repeat(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{permutation names dim 0 twice}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.permute %a [0, 0] : tensor<4x8xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+// Tests that a permutation has one entry per dim.
+func.func @permute_length(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{permutation has 3 entries but the input has rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.permute %a [0, 1, 2] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that only size-1 dims expand.
+func.func @expand_non_unit(%a: tensor<3x8xf32>) {
+  // expected-error @+1 {{input dim 0 has size 3, which cannot expand to 6 (result dim 0); only size-1 dims expand}}
+  %0 = braze.expand %a : tensor<3x8xf32> -> tensor<6x8xf32>
+  return
+}
+
+// -----
+
+// Tests that expand cannot drop dims.
+func.func @expand_rank(%a: tensor<1x3x8xf32>) {
+  // expected-error @+1 {{cannot expand rank 3 to the smaller rank 2}}
+  %0 = braze.expand %a : tensor<1x3x8xf32> -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+// Tests that a dynamic expanded dim needs a size operand.
+func.func @expand_needs_size(%a: tensor<1x8xf32>) {
+  // expected-error @+1 {{needs 1 size operand(s), one per dynamic result dim not over a dynamic input dim, but has 0}}
+  %0 = braze.expand %a : tensor<1x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+// Tests that slice bounds are checked.
+func.func @slice_bounds(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{needs 0 <= start <= end, got start 5 and end 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.slice %a dim 1 [5 : 2 : 1] : tensor<4x8xf32> -> tensor<4x0xf32>
+  return
+}
+
+// -----
+
+// Tests that slice steps are positive.
+func.func @slice_step(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{step must be at least 1, got 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.slice %a dim 1 [0 : 8 : 0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that slice's dim is in range.
+func.func @slice_dim(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{dim 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.slice %a dim 2 [0 : 1 : 1] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that concat inputs agree off the concatenated dim.
+func.func @concat_mismatch(%a: tensor<4x8xf32>, %b: tensor<5x8xf32>) {
+  // expected-error @+2 {{operand #1 dim 0 has size 5 but earlier operands have 4 (only dim 1 may differ)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.concat %a, %b dim 1 : tensor<4x8xf32>, tensor<5x8xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// Tests that concat inputs share a rank.
+func.func @concat_rank(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error @+2 {{operand #1 has rank 1 but operand #0 has rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.concat %a, %b dim 0 : tensor<4x8xf32>, tensor<8xf32> -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+// Tests that a constant's type is its value's type.
+func.func @constant_type() {
+  // expected-error @+1 {{'braze.constant' op failed to verify that all of {value, result} have same type}}
+  %0 = "braze.constant"() {value = dense<1.0> : tensor<4xf32>} : () -> tensor<5xf32>
+  return
+}
+
+// -----
+
+// Tests that a parameter is named.
+func.func @parameter_name() {
+  // expected-error @+1 {{needs a non-empty parameter name}}
+  %0 = braze.parameter "" : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that unranked tensors are rejected by the verifier.
+func.func @unranked(%a: tensor<*xf32>) {
+  // expected-error @+1 {{'braze.neg' op operand #0 must be ranked tensor of}}
+  %0 = "braze.neg"(%a) : (tensor<*xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+// Tests that the custom form refuses an unranked type while parsing.
+func.func @unranked_custom(%a: tensor<*xf32>) {
+  // expected-error @+1 {{expected builtin.tensor, but found 'tensor<*xf32>'}}
+  %0 = braze.neg %a : tensor<*xf32>
+  return
+}
+
+// -----
+
+// Tests that inference reports a non-tensor operand instead of crashing.
+func.func @scalar_operand(%a: f32, %b: tensor<4xf32>) {
+  // expected-error @+1 {{'braze.add' op operand #0 must be ranked tensor of}}
+  %0 = "braze.add"(%a, %b) : (f32, tensor<4xf32>) -> tensor<4xf32>
+  return
+}

@@ -1,0 +1,95 @@
+// RUN: braze-opt %s -braze-simplify -split-input-file | FileCheck %s
+// RUN: braze-opt %s -braze-simplify -mlir-pass-statistics -o /dev/null 2>&1 | FileCheck %s --check-prefix=STATS
+// RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-simplify{max-iterations=1}))' -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=ONCE
+
+// STATS: (S) 6 algebraic-rewrites
+// ONCE: warning: braze-simplify did not converge in 1 iterations
+
+// Tests that adding a negation becomes a subtraction, on either side, and
+// subtracting one an addition.
+// CHECK-LABEL: func.func @add_of_neg
+// CHECK-SAME: (%[[A:.*]]: tensor<?x4xf32>, %[[B:.*]]: tensor<4xf32>)
+// CHECK-NEXT: %[[L:.*]] = braze.sub %[[A]], %[[B]] : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+// CHECK-NEXT: %[[R:.*]] = braze.sub %[[A]], %[[B]] : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+// CHECK-NEXT: %[[S:.*]] = braze.add %[[A]], %[[B]] : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+// CHECK-NEXT: return %[[L]], %[[R]], %[[S]]
+func.func @add_of_neg(%a: tensor<?x4xf32>, %b: tensor<4xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>) {
+  %n = braze.neg %b : tensor<4xf32>
+  %0 = braze.add %a, %n : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  %1 = braze.add %n, %a : tensor<4xf32>, tensor<?x4xf32> -> tensor<?x4xf32>
+  %2 = braze.neg %b : tensor<4xf32>
+  %3 = braze.sub %a, %2 : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  return %0, %1, %3 : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that subtracting a negation becomes an addition.
+// CHECK-LABEL: func.func @sub_of_neg
+// CHECK-SAME: (%[[A:.*]]: tensor<8xf16>, %[[B:.*]]: tensor<8xf16>)
+// CHECK-NEXT: %[[S:.*]] = braze.add %[[A]], %[[B]]
+// CHECK-NEXT: return %[[S]]
+func.func @sub_of_neg(%a: tensor<8xf16>, %b: tensor<8xf16>) -> tensor<8xf16> {
+  %n = braze.neg %b : tensor<8xf16>
+  %0 = braze.sub %a, %n : tensor<8xf16>, tensor<8xf16> -> tensor<8xf16>
+  return %0 : tensor<8xf16>
+}
+
+// -----
+
+// Tests that the product of two negations loses both.
+// CHECK-LABEL: func.func @mul_of_negs
+// CHECK-SAME: (%[[A:.*]]: tensor<2x8xf32>, %[[B:.*]]: tensor<8xf32>)
+// CHECK-NEXT: %[[M:.*]] = braze.mul %[[A]], %[[B]] : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+// CHECK-NEXT: return %[[M]]
+func.func @mul_of_negs(%a: tensor<2x8xf32>, %b: tensor<8xf32>) -> tensor<2x8xf32> {
+  %na = braze.neg %a : tensor<2x8xf32>
+  %nb = braze.neg %b : tensor<8xf32>
+  %0 = braze.mul %na, %nb : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that one negation in a product, or a negation subtracted from, is kept.
+// CHECK-LABEL: func.func @kept_negations
+// CHECK: braze.neg
+// CHECK: braze.mul
+// CHECK: braze.sub
+func.func @kept_negations(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %n = braze.neg %a : tensor<4xf32>
+  %0 = braze.mul %n, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %1 = braze.sub %n, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that the pass also applies the dialect's folders, so rewrites compose:
+// (x * 1) - neg(reshape(reshape(y))) becomes x + reshape(y).
+// CHECK-LABEL: func.func @composed
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[Y:.*]]: tensor<6xf32>)
+// CHECK-NEXT: %[[R:.*]] = braze.reshape %[[Y]] : tensor<6xf32> -> tensor<2x3xf32>
+// CHECK-NEXT: %[[S:.*]] = braze.add %[[X]], %[[R]]
+// CHECK-NEXT: return %[[S]]
+func.func @composed(%x: tensor<2x3xf32>, %y: tensor<6xf32>) -> tensor<2x3xf32> {
+  %one = braze.constant dense<1.0> : tensor<2x3xf32>
+  %0 = braze.mul %x, %one : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = braze.reshape %y : tensor<6xf32> -> tensor<3x2xf32>
+  %2 = braze.reshape %1 : tensor<3x2xf32> -> tensor<2x3xf32>
+  %3 = braze.neg %2 : tensor<2x3xf32>
+  %4 = braze.sub %0, %3 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return %4 : tensor<2x3xf32>
+}
+
+// -----
+
+// Tests that ops of other dialects are not rewritten by the braze patterns.
+// CHECK-LABEL: func.func @other_dialects
+// CHECK: arith.negf
+// CHECK: arith.addf
+func.func @other_dialects(%a: f32, %b: f32) -> f32 {
+  %n = arith.negf %b : f32
+  %0 = arith.addf %a, %n : f32
+  return %0 : f32
+}

