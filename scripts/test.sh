@@ -3,12 +3,10 @@
 # tests/python (extra arguments go to pytest). Fails if either fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-python=python3
-[ -x .venv/bin/python ] && python=.venv/bin/python
-export PATH="$(dirname "$python"):$PATH"
+[ -x .venv/bin/python ] && export PATH="$PWD/.venv/bin:$PATH"
 
-"$python" -m lit -sv tests/lit
+lit -sv tests/lit
 lit_status=$?
-"$python" -m pytest tests/python -ra "$@"
+python -m pytest tests/python -ra "$@"
 pytest_status=$?
 [ "$lit_status" -eq 0 ] && [ "$pytest_status" -eq 0 ]
