@@ -55,6 +55,8 @@ def Braze_SiluOp : Braze_UnaryOp<"silu", Braze_FloatTensor, "x * sigmoid(x)">;
 def Braze_SqrtOp : Braze_UnaryOp<"sqrt", Braze_FloatTensor, "square root">;
 def Braze_RsqrtOp : Braze_UnaryOp<"rsqrt", Braze_FloatTensor,
                                   "reciprocal square root">;
+def Braze_ErfOp : Braze_UnaryOp<"erf", Braze_FloatTensor, "error function">;
+def Braze_NotOp : Braze_UnaryOp<"not", Braze_BoolTensor, "logical negation">;
 
 def Braze_GeluOp : Braze_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let summary = "elementwise GELU, exact (erf) or tanh-approximated";
@@ -113,6 +115,36 @@ def Braze_MaximumOp : Braze_BinaryOp<"maximum", Braze_NumericTensor,
 def Braze_MinimumOp : Braze_BinaryOp<"minimum", Braze_NumericTensor,
                                      "minimum (NaN-propagating)">;
 
+def Braze_AndOp : Braze_BinaryOp<"and", Braze_BoolTensor, "logical and">;
+def Braze_OrOp : Braze_BinaryOp<"or", Braze_BoolTensor, "logical or">;
+def Braze_XorOp : Braze_BinaryOp<"xor", Braze_BoolTensor, "logical exclusive or">;
+
+class Braze_CompareOp<string mnemonic, string doc>
+    : Braze_InferredOp<mnemonic> {
+  let summary = "elementwise " # doc # " comparison with broadcasting";
+  let description = [{
+    Compares two tensors of the same element type, broadcasting their shapes,
+    into an `i1` tensor. Float comparisons are ordered except `ne`: any
+    comparison with NaN is false, and `ne` with NaN is true (as in PyTorch).
+
+    ```mlir
+    %m = braze.}] # mnemonic # [{ %x, %y : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+    ```
+  }];
+  let arguments = (ins Braze_Tensor:$lhs, Braze_Tensor:$rhs);
+  let results = (outs Braze_BoolTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Braze_EqOp : Braze_CompareOp<"eq", "equal">;
+def Braze_NeOp : Braze_CompareOp<"ne", "not equal">;
+def Braze_LtOp : Braze_CompareOp<"lt", "less than">;
+def Braze_LeOp : Braze_CompareOp<"le", "less than or equal">;
+def Braze_GtOp : Braze_CompareOp<"gt", "greater than">;
+def Braze_GeOp : Braze_CompareOp<"ge", "greater than or equal">;
+
 def Braze_WhereOp : Braze_InferredOp<"where"> {
   let summary = "elementwise select with broadcasting";
   let description = [{
@@ -164,8 +196,10 @@ class Braze_ReductionOp<string mnemonic, Type inputType, Type resultType,
     with it they stay, with size 1.
 
     ```mlir
-    %r = braze.}] # mnemonic # [{ %x dims [1] keepdim : tensor<?x8xf32> -> tensor<?x1x}] #
-        !if(!eq(mnemonic, "argmax"), "i64", "f32") # [{>
+    %r = braze.}] # mnemonic # [{ %x dims [1] keepdim : tensor<?x8x}] #
+        !if(!or(!eq(mnemonic, "any"), !eq(mnemonic, "all")), "i1", "f32") #
+        [{> -> tensor<?x1x}] #
+        !if(!or(!eq(mnemonic, "any"), !eq(mnemonic, "all")), "i1", "f32") # [{>
     ```
   }];
   let arguments = (ins inputType:$input, DenseI64ArrayAttr:$dims,
@@ -185,6 +219,10 @@ def Braze_MaxOp : Braze_ReductionOp<"max", Braze_NumericTensor,
                                     Braze_NumericTensor, "maximum">;
 def Braze_MinOp : Braze_ReductionOp<"min", Braze_NumericTensor,
                                     Braze_NumericTensor, "minimum">;
+def Braze_AnyOp : Braze_ReductionOp<"any", Braze_BoolTensor, Braze_BoolTensor,
+                                    "logical or">;
+def Braze_AllOp : Braze_ReductionOp<"all", Braze_BoolTensor, Braze_BoolTensor,
+                                    "logical and">;
 def Braze_ArgmaxOp : Braze_ReductionOp<"argmax", Braze_NumericTensor,
                                        Braze_IndexTensor,
                                        "index of the first maximum"> {
@@ -355,6 +393,28 @@ def Braze_ConcatOp : Braze_InferredOp<"concat"> {
   let hasFolder = 1;
 }
 
+def Braze_TakeOp : Braze_InferredOp<"take"> {
+  let summary = "select slices along one dim by an index tensor";
+  let description = [{
+    NumPy's `take(table, indices, axis=dim)`: the result's shape is
+    `table.shape[:dim] + indices.shape + table.shape[dim+1:]`, and each index
+    picks a slice of `table` along `dim`. Serves embedding lookups and
+    `index_select`. An index outside `[0, table.shape[dim])` is an error at
+    run time.
+
+    ```mlir
+    %e = braze.take %table, %ids dim 0 : tensor<100x32xf32>, tensor<?x?xi64> -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Braze_Tensor:$table,
+                       RankedTensorOf<[I32, I64]>:$indices, I64Attr:$dim);
+  let results = (outs Braze_Tensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices `dim` $dim attr-dict `:` type($table) `,` type($indices)
+    `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Constants and parameters
 //===----------------------------------------------------------------------===//
@@ -371,6 +431,29 @@ def Braze_ConstantOp : Braze_Op<"constant",
   let results = (outs Braze_Tensor:$result);
   let assemblyFormat = "attr-dict $value";
   let hasFolder = 1;
+}
+
+def Braze_IotaOp : Braze_Op<"iota", [Pure]> {
+  let summary = "the sequence start, start + step, ... as a 1-D tensor";
+  let description = [{
+    Element `i` is `start + i * step`, computed in f64 and converted to the
+    result's element type (PyTorch's `arange`). A dynamic length comes from
+    the `index` operand.
+
+    ```mlir
+    %r = braze.iota start 0.0 step 1.0 : tensor<8xi64>
+    %s = braze.iota start 0.0 step 0.5 sizes [%n] : tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins Optional<Index>:$size,
+                       DefaultValuedAttr<F64Attr, "0.0">:$start,
+                       DefaultValuedAttr<F64Attr, "1.0">:$step);
+  let results = (outs RankedTensorOf<[Braze_NumericElement]>:$result);
+  let assemblyFormat = [{
+    `start` $start `step` $step (`sizes` ` ` `[` $size^ `]`)? attr-dict `:`
+    type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 def Braze_ParameterOp : Braze_Op<"parameter", [Pure]> {

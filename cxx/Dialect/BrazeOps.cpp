@@ -170,7 +170,38 @@ BRAZE_BINARY_INFERENCE(DivOp)
 BRAZE_BINARY_INFERENCE(PowOp)
 BRAZE_BINARY_INFERENCE(MaximumOp)
 BRAZE_BINARY_INFERENCE(MinimumOp)
+BRAZE_BINARY_INFERENCE(AndOp)
+BRAZE_BINARY_INFERENCE(OrOp)
+BRAZE_BINARY_INFERENCE(XorOp)
 #undef BRAZE_BINARY_INFERENCE
+
+/// Comparisons broadcast like arithmetic but always produce i1.
+template <typename AdaptorT>
+static LogicalResult inferCompare(MLIRContext *context,
+                                  std::optional<Location> loc,
+                                  StringRef opName, AdaptorT adaptor,
+                                  SmallVectorImpl<Type> &inferred) {
+  if (failed(inferBinary(loc, opName, adaptor, inferred)))
+    return failure();
+  auto shape = cast<RankedTensorType>(inferred.back()).getShape();
+  inferred.back() = RankedTensorType::get(shape, IntegerType::get(context, 1));
+  return success();
+}
+
+#define BRAZE_COMPARE_INFERENCE(OP)                                            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *context,                     \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferCompare(context, loc, getOperationName(), adaptor, inferred); \
+  }
+BRAZE_COMPARE_INFERENCE(EqOp)
+BRAZE_COMPARE_INFERENCE(NeOp)
+BRAZE_COMPARE_INFERENCE(LtOp)
+BRAZE_COMPARE_INFERENCE(LeOp)
+BRAZE_COMPARE_INFERENCE(GtOp)
+BRAZE_COMPARE_INFERENCE(GeOp)
+#undef BRAZE_COMPARE_INFERENCE
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
@@ -275,6 +306,8 @@ BRAZE_REDUCTION_INFERENCE(SumOp, Type())
 BRAZE_REDUCTION_INFERENCE(MeanOp, Type())
 BRAZE_REDUCTION_INFERENCE(MaxOp, Type())
 BRAZE_REDUCTION_INFERENCE(MinOp, Type())
+BRAZE_REDUCTION_INFERENCE(AnyOp, Type())
+BRAZE_REDUCTION_INFERENCE(AllOp, Type())
 BRAZE_REDUCTION_INFERENCE(ArgmaxOp, IntegerType::get(context, 64))
 #undef BRAZE_REDUCTION_INFERENCE
 
@@ -581,9 +614,42 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult TakeOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &inferred) {
+  OpDiagnostic diag(loc, getOperationName());
+  if (failed(requireRankedTensors(diag, adaptor.getOperands())))
+    return failure();
+  RankedTensorType table = tensorTypeOf(adaptor.getTable());
+  RankedTensorType indices = tensorTypeOf(adaptor.getIndices());
+  int64_t dim = adaptor.getDim();
+  if (dim < 0 || dim >= table.getRank())
+    return diag.fail("dim " + Twine(dim) + " is out of range for rank " +
+                     Twine(table.getRank()));
+  SmallVector<int64_t> shape(table.getShape().take_front(dim));
+  llvm::append_range(shape, indices.getShape());
+  llvm::append_range(shape, table.getShape().drop_front(dim + 1));
+  inferred.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
-// Parameters
+// Constants and parameters
 //===----------------------------------------------------------------------===//
+
+LogicalResult IotaOp::verify() {
+  RankedTensorType type = getResult().getType();
+  if (type.getRank() != 1)
+    return emitOpError("result must be 1-D, got rank ") << type.getRank();
+  bool dynamic = type.isDynamicDim(0);
+  if (dynamic && !getSize())
+    return emitOpError("has a dynamic length but no size operand");
+  if (!dynamic && getSize())
+    return emitOpError("has a static length ")
+           << type.getDimSize(0) << " and a size operand; give one of them";
+  return success();
+}
 
 LogicalResult ParameterOp::verify() {
   if (getName().empty())
@@ -607,6 +673,18 @@ BRAZE_ACCEPT_REFINED_RESULTS(DivOp)
 BRAZE_ACCEPT_REFINED_RESULTS(PowOp)
 BRAZE_ACCEPT_REFINED_RESULTS(MaximumOp)
 BRAZE_ACCEPT_REFINED_RESULTS(MinimumOp)
+BRAZE_ACCEPT_REFINED_RESULTS(AndOp)
+BRAZE_ACCEPT_REFINED_RESULTS(OrOp)
+BRAZE_ACCEPT_REFINED_RESULTS(XorOp)
+BRAZE_ACCEPT_REFINED_RESULTS(EqOp)
+BRAZE_ACCEPT_REFINED_RESULTS(NeOp)
+BRAZE_ACCEPT_REFINED_RESULTS(LtOp)
+BRAZE_ACCEPT_REFINED_RESULTS(LeOp)
+BRAZE_ACCEPT_REFINED_RESULTS(GtOp)
+BRAZE_ACCEPT_REFINED_RESULTS(GeOp)
+BRAZE_ACCEPT_REFINED_RESULTS(AnyOp)
+BRAZE_ACCEPT_REFINED_RESULTS(AllOp)
+BRAZE_ACCEPT_REFINED_RESULTS(TakeOp)
 BRAZE_ACCEPT_REFINED_RESULTS(WhereOp)
 BRAZE_ACCEPT_REFINED_RESULTS(SumOp)
 BRAZE_ACCEPT_REFINED_RESULTS(MeanOp)

@@ -360,3 +360,77 @@ func.func @scalar_operand(%a: f32, %b: tensor<4xf32>) {
   %0 = "braze.add"(%a, %b) : (f32, tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// Tests that comparisons need one element type on both sides.
+func.func @compare_types(%a: tensor<4xf32>, %b: tensor<4xi64>) {
+  // expected-error @+2 {{'braze.lt' op operand #1 has element type i64 but operand #0 has f32}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.lt %a, %b : tensor<4xf32>, tensor<4xi64> -> tensor<4xi1>
+  return
+}
+
+// -----
+
+// Tests that comparisons produce booleans.
+func.func @compare_result(%a: tensor<4xf32>) {
+  // expected-error @+1 {{result #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = braze.eq %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that logical ops take booleans only.
+func.func @logic_of_floats(%a: tensor<4xf32>) {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = braze.and %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that take's dim is checked.
+func.func @take_dim(%t: tensor<4x8xf32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{'braze.take' op dim 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.take %t, %i dim 2 : tensor<4x8xf32>, tensor<3xi64> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that take's indices are integers.
+func.func @take_index_type(%t: tensor<4x8xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{operand #1 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %0 = braze.take %t, %i dim 0 : tensor<4x8xf32>, tensor<3xf32> -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+// Tests that a dynamic iota needs its length.
+func.func @iota_no_size() {
+  // expected-error @+1 {{has a dynamic length but no size operand}}
+  %0 = braze.iota start 0.0 step 1.0 : tensor<?xi64>
+  return
+}
+
+// -----
+
+// Tests that a static iota takes no length operand.
+func.func @iota_both(%n: index) {
+  // expected-error @+1 {{has a static length 4 and a size operand; give one of them}}
+  %0 = braze.iota start 0.0 step 1.0 sizes [%n] : tensor<4xi64>
+  return
+}
+
+// -----
+
+// Tests that iota is 1-D.
+func.func @iota_rank() {
+  // expected-error @+1 {{result must be 1-D, got rank 2}}
+  %0 = braze.iota start 0.0 step 1.0 : tensor<2x2xi64>
+  return
+}

@@ -32,6 +32,37 @@ func.func @pointwise_unary(%x: tensor<?x4xf32>, %i: tensor<3xi32>) {
   %11 = braze.sqrt %x : tensor<?x4xf32>
   // CHECK: braze.rsqrt %{{.*}} : tensor<?x4xf32>
   %12 = braze.rsqrt %x : tensor<?x4xf32>
+  // CHECK: braze.erf %{{.*}} : tensor<?x4xf32>
+  %13 = braze.erf %x : tensor<?x4xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @compare_and_logic
+func.func @compare_and_logic(%a: tensor<?x4xf32>, %b: tensor<4xf32>, %p: tensor<?x4xi1>, %q: tensor<1xi1>) {
+  // CHECK: braze.eq %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  %0 = braze.eq %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  // CHECK: braze.ne %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  %1 = braze.ne %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  // CHECK: braze.lt %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  %2 = braze.lt %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  // CHECK: braze.le %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  %3 = braze.le %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  // CHECK: braze.gt %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  %4 = braze.gt %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  // CHECK: braze.ge %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  %5 = braze.ge %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xi1>
+  // CHECK: braze.and %{{.*}}, %{{.*}} : tensor<?x4xi1>, tensor<1xi1> -> tensor<?x4xi1>
+  %6 = braze.and %p, %q : tensor<?x4xi1>, tensor<1xi1> -> tensor<?x4xi1>
+  // CHECK: braze.or %{{.*}}, %{{.*}} : tensor<?x4xi1>, tensor<1xi1> -> tensor<?x4xi1>
+  %7 = braze.or %p, %q : tensor<?x4xi1>, tensor<1xi1> -> tensor<?x4xi1>
+  // CHECK: braze.xor %{{.*}}, %{{.*}} : tensor<?x4xi1>, tensor<1xi1> -> tensor<?x4xi1>
+  %8 = braze.xor %p, %q : tensor<?x4xi1>, tensor<1xi1> -> tensor<?x4xi1>
+  // CHECK: braze.not %{{.*}} : tensor<?x4xi1>
+  %9 = braze.not %p : tensor<?x4xi1>
+  // CHECK: braze.any %{{.*}} dims [1] keepdim : tensor<?x4xi1> -> tensor<?x1xi1>
+  %10 = braze.any %p dims [1] keepdim : tensor<?x4xi1> -> tensor<?x1xi1>
+  // CHECK: braze.all %{{.*}} dims [0, 1] : tensor<?x4xi1> -> tensor<i1>
+  %11 = braze.all %p dims [0, 1] : tensor<?x4xi1> -> tensor<i1>
   return
 }
 
@@ -127,8 +158,21 @@ func.func @layout(%x: tensor<?x8xf32>, %r: tensor<1x8xf32>, %n: index, %m: index
   return
 }
 
+// CHECK-LABEL: func.func @take
+func.func @take(%table: tensor<100x32xf32>, %ids: tensor<?x?xi64>, %rows: tensor<3xi32>) {
+  // CHECK: braze.take %{{.*}}, %{{.*}} dim 0 : tensor<100x32xf32>, tensor<?x?xi64> -> tensor<?x?x32xf32>
+  %0 = braze.take %table, %ids dim 0 : tensor<100x32xf32>, tensor<?x?xi64> -> tensor<?x?x32xf32>
+  // CHECK: braze.take %{{.*}}, %{{.*}} dim 1 : tensor<100x32xf32>, tensor<3xi32> -> tensor<100x3xf32>
+  %1 = braze.take %table, %rows dim 1 : tensor<100x32xf32>, tensor<3xi32> -> tensor<100x3xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @constants_and_parameters
-func.func @constants_and_parameters() {
+func.func @constants_and_parameters(%n: index) {
+  // CHECK: braze.iota start 0.000000e+00 step 1.000000e+00 : tensor<8xi64>
+  %3 = braze.iota start 0.0 step 1.0 : tensor<8xi64>
+  // CHECK: braze.iota start 1.000000e+00 step 5.000000e-01 sizes [%{{.*}}] : tensor<?xf32>
+  %4 = braze.iota start 1.0 step 0.5 sizes [%n] : tensor<?xf32>
   // CHECK: braze.constant dense<1.000000e+00> : tensor<4xf32>
   %0 = braze.constant dense<1.0> : tensor<4xf32>
   // CHECK: braze.constant dense<[1, 2, 3]> : tensor<3xi64>
