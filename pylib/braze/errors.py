@@ -29,6 +29,13 @@ class Diagnostic:
     notes: tuple[Diagnostic, ...] = field(default=())
 
     @staticmethod
+    def from_tuple(data) -> Diagnostic:
+        """From braze._braze's (severity, location, message, notes) tuples."""
+        severity, location, message, notes = data
+        return Diagnostic(severity, format_location(location), message,
+                          tuple(Diagnostic.from_tuple(n) for n in notes))
+
+    @staticmethod
     def from_mlir(diagnostic) -> Diagnostic:
         """From an `ir.Diagnostic` (valid only inside a handler) or an `ir.DiagnosticInfo`."""
         severity = str(diagnostic.severity).rsplit(".", 1)[-1].lower()
@@ -65,22 +72,3 @@ class BrazeError(ir.MLIRError):
     @staticmethod
     def from_mlir(message: str, error: ir.MLIRError) -> BrazeError:
         return BrazeError(message, error.error_diagnostics)
-
-
-class DiagnosticCollector:
-    """Collects the diagnostics a context emits while the `with` block runs."""
-
-    def __init__(self, context: ir.Context):
-        self._context = context
-        self.diagnostics: list[Diagnostic] = []
-
-    def _handle(self, diagnostic) -> bool:
-        self.diagnostics.append(Diagnostic.from_mlir(diagnostic))
-        return True
-
-    def __enter__(self) -> DiagnosticCollector:
-        self._handler = self._context.attach_diagnostic_handler(self._handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._handler.detach()

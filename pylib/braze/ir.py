@@ -5,7 +5,7 @@ from __future__ import annotations
 from mlir import ir
 
 from braze import _braze, _native  # noqa: F401  (registers dialect and passes)
-from braze.errors import BrazeError, DiagnosticCollector
+from braze.errors import BrazeError, Diagnostic
 
 
 class Module:
@@ -52,9 +52,7 @@ def parse(text: str, source_name: str = "<string>") -> Module:
     """
     if not isinstance(text, str):
         raise TypeError(f"braze.parse expects the IR as str, got {type(text).__name__}")
-    context = ir.Context()
-    with DiagnosticCollector(context) as collected:
-        module = _braze.parse_module(context, text, source_name)
+    module, diagnostics = _braze.parse_module(ir.Context(), text, source_name)
     if module is None:
-        raise BrazeError(f"cannot parse {source_name}", collected.diagnostics)
+        raise BrazeError(f"cannot parse {source_name}", map(Diagnostic.from_tuple, diagnostics))
     return Module(module)

@@ -8,7 +8,7 @@ import braze
 
 
 def test_public_names():
-    assert set(braze.__all__) == {"BrazeError", "Module", "parse", "register_pass", "run_pipeline"}
+    assert set(braze.__all__) == {"BrazeError", "ExportedProgram", "Module", "export", "parse", "register_pass", "run_pipeline"}
 
 
 def test_parse_wraps_top_level_ops_in_a_module():
@@ -84,3 +84,26 @@ def test_verify_reports_ir_broken_after_parsing():
     ret.operation.operands[0] = neg.result  # tensor<4xf32> where the function returns ?x4
     with pytest.raises(braze.BrazeError, match="the module is invalid"):
         module.verify()
+
+
+def test_errors_from_parallel_verification_do_not_deadlock():
+    """Verification of many functions runs on MLIR's worker threads; their
+    diagnostics must not need the GIL the parsing thread holds."""
+    import subprocess
+    import sys
+
+    bad = "\n".join(
+        f"func.func @f{i}(%a: tensor<4xf32>, %b: tensor<5xf32>) {{\n"
+        f"  %0 = braze.add %a, %b : tensor<4xf32>, tensor<5xf32> -> tensor<5xf32>\n"
+        f"  func.func @nested{i}() {{\n    return\n  }}\n  return\n}}"
+        for i in range(16)
+    )
+    script = (
+        "import braze, sys\n"
+        "try:\n    braze.parse(sys.stdin.read())\nexcept braze.BrazeError as e:\n"
+        "    print(len(e.diagnostics))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], input=bad, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert int(run.stdout) >= 16

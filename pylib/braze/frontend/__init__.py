@@ -1,0 +1,83 @@
+"""PyTorch capture: `braze.export` and the `torch.compile` backend.
+
+Parameters and buffers of an exported model become `braze.parameter` ops
+named by their state-dict keys, and `ExportedProgram.parameters` holds their
+values: the IR stays small, and one copy of the weights can serve several
+programs. Under `torch.compile` they stay function arguments instead, because
+training updates them in place between calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.utils._pytree as pytree
+from torch.export.graph_signature import InputKind, OutputKind
+
+from braze.errors import BrazeError
+from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_graph
+from braze.ir import Module
+
+__all__ = ["ExportedProgram", "UnsupportedOpError", "export"]
+
+_WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+
+
+class ExportedProgram:
+    """A model captured by `braze.export`: the IR plus its weights."""
+
+    def __init__(self, imported: ImportedGraph, parameters: dict[str, torch.Tensor], in_spec, out_spec):
+        self._imported = imported
+        self.parameters = parameters
+        self._in_spec = in_spec
+        self._out_spec = out_spec
+
+    @property
+    def module(self) -> Module:
+        return self._imported.module
+
+    def __str__(self) -> str:
+        return str(self.module)
+
+    def save(self, path) -> None:
+        """Writes the IR, with source locations, as a file braze-opt reads."""
+        text = self.module.mlir_module.operation.get_asm(enable_debug_info=True)
+        Path(path).write_text(text)
+
+    def __call__(self, *args, **kwargs):
+        """Runs the program on the reference interpreter; same inputs and
+        output structure as the model."""
+        from braze import reference
+
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        if self._in_spec is not None and spec != self._in_spec:
+            raise BrazeError(f"inputs do not match the exported signature:\n got {spec}\n expected {self._in_spec}")
+        with torch.no_grad():
+            outputs = reference.run(self.module, *flat, parameters=self.parameters)
+        return pytree.tree_unflatten(outputs, self._out_spec)
+
+
+def export(model, args, kwargs=None, dynamic_shapes=None) -> ExportedProgram:
+    """Captures `model(*args, **kwargs)` through torch.export and the core
+    aten decompositions. `dynamic_shapes` takes what torch.export takes
+    (`torch.export.Dim`); each dynamic dim becomes `?`, with its symbol and
+    range recorded in the module."""
+    if not isinstance(args, tuple):
+        args = (args,)
+    try:
+        program = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
+        program = program.run_decompositions(torch.export.default_decompositions())
+    except Exception as error:  # torch raises many types; the user needs the text
+        raise BrazeError(f"torch.export could not capture the model: {type(error).__name__}: {error}") from error
+    signature = program.graph_signature
+    mutations = [s for s in signature.output_specs if s.kind != OutputKind.USER_OUTPUT]
+    if mutations:
+        names = ", ".join(f"{s.kind.name.lower()} of {s.target}" for s in mutations)
+        raise BrazeError(f"the model mutates state ({names}); braze captures pure inference graphs")
+    parameters = {s.arg.name: s.target for s in signature.input_specs if s.kind in _WEIGHT_KINDS}
+    imported = import_graph(program.graph_module, parameters=parameters,
+                            range_constraints=program.range_constraints)
+    weights = {**program.state_dict, **program.constants}
+    values = {name: weights[name].detach() for name in imported.parameter_names}
+    return ExportedProgram(imported, values, program.call_spec.in_spec, program.call_spec.out_spec)

@@ -1,0 +1,140 @@
+"""Helpers that lowerings use to emit braze ops for one FX node.
+
+A lowering receives a `Builder` and the node's arguments with every FX value
+already replaced by its MLIR value: tensors by `tensor` values, SymInts by
+`index` values; Python scalars and lists stay as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from mlir import ir
+from mlir.dialects import arith, tensor as tensor_d
+
+from braze.dialects import braze as bz
+from braze.errors import BrazeError
+from braze.frontend.types import element_type, tensor_type
+
+_DTYPES = {
+    "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
+    "i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
+}
+
+Scalar = bool | int | float
+Operand = ir.Value | Scalar
+
+
+def dtype_of(value: ir.Value) -> torch.dtype:
+    return _DTYPES[str(ir.RankedTensorType(value.type).element_type)]
+
+
+def shape_of(value: ir.Value) -> list[int | None]:
+    """Static dims as ints, dynamic ones as None."""
+    t = ir.RankedTensorType(value.type)
+    return [None if t.is_dynamic_dim(i) else t.get_dim_size(i) for i in range(t.rank)]
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, ir.Value) and isinstance(x.type, ir.RankedTensorType)
+
+
+def is_index(x) -> bool:
+    return isinstance(x, ir.Value) and isinstance(x.type, ir.IndexType)
+
+
+class Builder:
+    """Emits ops at the current insertion point for the node being lowered."""
+
+    def __init__(self, node):
+        self.node = node
+
+    # -- the node's results -------------------------------------------------
+
+    @property
+    def meta(self):
+        return self.node.meta["val"]
+
+    def out_type(self, index: int | None = None) -> ir.RankedTensorType:
+        meta = self.meta if index is None else self.meta[index]
+        return tensor_type(meta)
+
+    def out_dtype(self, index: int | None = None) -> torch.dtype:
+        meta = self.meta if index is None else self.meta[index]
+        return meta.dtype
+
+    # -- values ---------------------------------------------------------------
+
+    def constant(self, value: Scalar, dtype: torch.dtype, shape: Sequence[int] = ()) -> ir.Value:
+        """A splat constant of `dtype`; `value` is converted as torch would."""
+        element = element_type(dtype)
+        ttype = ir.RankedTensorType.get(list(shape), element)
+        if dtype.is_floating_point:
+            attr = ir.FloatAttr.get(element, float(value))
+        elif dtype == torch.bool:
+            attr = ir.IntegerAttr.get(element, int(bool(value)))
+        else:
+            attr = ir.IntegerAttr.get(element, int(value))
+        return bz.ConstantOp(ir.DenseElementsAttr.get_splat(ttype, attr)).result
+
+    def cast(self, value: ir.Value, dtype: torch.dtype) -> ir.Value:
+        if dtype_of(value) == dtype:
+            return value
+        t = ir.RankedTensorType(value.type)
+        result = ir.RankedTensorType.get(t.shape, element_type(dtype))
+        return bz.CastOp(result, value).result
+
+    def tensor(self, x: Operand, dtype: torch.dtype) -> ir.Value:
+        """A tensor operand of `dtype`: scalars become rank-0 constants."""
+        if is_tensor(x):
+            return self.cast(x, dtype)
+        if isinstance(x, (bool, int, float)):
+            return self.constant(x, dtype)
+        raise BrazeError(f"expected a tensor or a number, got {type(x).__name__}")
+
+    # -- index arithmetic ------------------------------------------------------
+
+    def index(self, x) -> ir.Value:
+        if is_index(x):
+            return x
+        if isinstance(x, int):
+            return arith.ConstantOp(ir.IndexType.get(), x).result
+        raise BrazeError(f"expected a size (int or SymInt), got {type(x).__name__}")
+
+    def dim(self, value: ir.Value, d: int) -> ir.Value:
+        return tensor_d.DimOp(value, self.index(d)).result
+
+    def size(self, value: ir.Value, d: int):
+        """Dim `d` of `value` as an int when static, else as an index value."""
+        static = shape_of(value)[d]
+        return static if static is not None else self.dim(value, d)
+
+    # -- shapes ---------------------------------------------------------------
+
+    def sized_op(self, op_class, value: ir.Value, result: ir.RankedTensorType, sizes) -> ir.Value:
+        """reshape/expand: `sizes[i]` gives result dim i (int, index value or None)."""
+        dynamic = [i for i in range(result.rank) if result.is_dynamic_dim(i)]
+        needed = [i for i in dynamic if op_class is bz.ReshapeOp or self._expand_needs(value, result, i)]
+        if op_class is bz.ReshapeOp and len(dynamic) <= 1:
+            needed = []
+        operands = []
+        for i in needed:
+            if sizes[i] is None:
+                raise BrazeError(f"cannot tell the size of dynamic dim {i} of the result")
+            operands.append(self.index(sizes[i]))
+        return op_class(result, value, operands).result
+
+    @staticmethod
+    def _expand_needs(value: ir.Value, result: ir.RankedTensorType, i: int) -> bool:
+        shape = shape_of(value)
+        j = i - (result.rank - len(shape))
+        return j < 0 or shape[j] is not None
+
+    def reshape(self, value: ir.Value, result: ir.RankedTensorType, sizes) -> ir.Value:
+        if value.type == result and sum(result.is_dynamic_dim(i) for i in range(result.rank)) <= 1:
+            return value
+        return self.sized_op(bz.ReshapeOp, value, result, sizes)
+
+    def expand(self, value: ir.Value, result: ir.RankedTensorType, sizes) -> ir.Value:
+        return self.sized_op(bz.ExpandOp, value, result, sizes)

@@ -1,0 +1,96 @@
+"""The `torch.compile(model, backend="braze")` backend.
+
+Graphs go through AOTAutograd with the core aten decompositions, so inference
+graphs and both halves of training graphs arrive as core aten. Each is
+imported into braze; until the CPU backend exists, the compiled function runs
+it on the reference interpreter. A graph with an op braze does not support
+runs in eager PyTorch instead, with one warning naming the op.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch._functorch.aot_autograd import make_boxed_func
+
+from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_graph
+
+_warned_ops: set[str] = set()
+
+
+class ReferenceFunction:
+    """Calls the reference interpreter with AOTAutograd's flat arguments.
+
+    It takes them boxed (one list it may clear, so inputs can be freed early).
+    The flag is an instance attribute: torch._dynamo.disable wraps the
+    backward with functools.wraps, which copies only the instance __dict__.
+    """
+
+    def __init__(self, imported: ImportedGraph):
+        self.imported = imported
+        self._boxed_call = True
+
+    def __call__(self, args: list):
+        from braze import reference
+
+        inputs = list(args)
+        args.clear()
+        with torch.no_grad():
+            outputs = reference.run(self.imported.module, *inputs)
+        for i in self.imported.none_outputs:
+            outputs.insert(i, None)
+        return tuple(outputs)
+
+
+def _shape_ranges(example_inputs) -> dict:
+    fake_mode = torch._guards.detect_fake_mode(example_inputs)
+    if fake_mode is None or fake_mode.shape_env is None:
+        return {}
+    return dict(fake_mode.shape_env.var_to_range)
+
+
+def compile_graph(graph_module: torch.fx.GraphModule, example_inputs):
+    try:
+        imported = import_graph(graph_module, range_constraints=_shape_ranges(example_inputs))
+    except UnsupportedOpError as error:
+        if error.op not in _warned_ops:
+            _warned_ops.add(error.op)
+            warnings.warn(f"braze: {error.op} is not supported; this graph runs in eager "
+                          f"PyTorch ({error.message})", stacklevel=2)
+        return make_boxed_func(graph_module.forward)
+    return ReferenceFunction(imported)
+
+
+def _attention_as_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                       scale=None, enable_gqa=False):
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        # SDPA turns a boolean mask into an additive one before picking a
+        # kernel; the math kernel itself only adds.
+        attn_mask = torch.where(attn_mask, 0.0, float("-inf")).to(query.dtype)
+    return torch.ops.aten._scaled_dot_product_attention_math.default(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)[0]
+
+
+def _attention_in_math_form(graph_module: torch.fx.GraphModule) -> None:
+    """Points SDPA calls at its math formula before AOTAutograd traces them.
+
+    Otherwise SDPA becomes the fused CPU kernel, whose backward is one opaque
+    op, and whose forward's decomposition saves values that kernel's backward
+    does not expect.
+    """
+    for node in graph_module.graph.nodes:
+        if node.op == "call_function" and node.target is torch._C._nn.scaled_dot_product_attention:
+            node.target = _attention_as_math
+    graph_module.recompile()
+
+
+def braze_backend(graph_module: torch.fx.GraphModule, example_inputs, **kwargs):
+    """The entry point registered as torch_dynamo_backends:braze."""
+    from torch._decomp import core_aten_decompositions
+    from torch._dynamo.backends.common import aot_autograd
+
+    _attention_in_math_form(graph_module)
+    backend = aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
+                           decompositions=core_aten_decompositions())
+    return backend(graph_module, example_inputs, **kwargs)

@@ -1,0 +1,202 @@
+"""FX graph (core aten) to a braze module: one `func.func` per graph.
+
+Three layers, as in torch-mlir's FX importer: `import_graph` makes the module
+and the function signature, `_NodeImporter` walks the nodes in order and
+dispatches on `node.op` then on the call target, and the lowerings in
+`braze.frontend.lowerings` emit the ops of one node.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.fx as fx
+from mlir import ir
+from mlir.dialects import func
+
+from braze.dialects import braze as bz
+from braze.errors import BrazeError
+from braze.frontend.builder import Builder
+from braze.frontend.lowerings import LOWERINGS, target_name
+from braze.frontend.symbols import arg_dims_attr, symbols_attr
+from braze.frontend.types import element_type, tensor_type
+from braze.ir import Module
+
+aten = torch.ops.aten
+
+# Graph nodes that only assert facts torch already checked while tracing.
+_ASSERTIONS = {
+    aten._assert_tensor_metadata.default, aten._assert_scalar.default,
+    aten.sym_constrain_range_for_size.default, aten._assert_async.msg,
+}
+
+
+class UnsupportedOpError(BrazeError):
+    """The graph uses an op braze cannot import; `op` names it."""
+
+    def __init__(self, message: str, op: str):
+        super().__init__(message)
+        self.op = op
+
+
+@dataclass
+class ImportedGraph:
+    """A graph imported into `module`, with what a caller needs to run it."""
+
+    module: Module
+    arg_names: list[str]
+    parameter_names: list[str]
+    none_outputs: list[int] = field(default_factory=list)
+
+
+def source_of(node: fx.Node) -> tuple[str, int, str] | None:
+    """(file, line, code) of the user's line that produced `node`."""
+    trace = node.meta.get("stack_trace") or ""
+    frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)', trace)
+    if not frames:
+        return None
+    file, line, code = frames[-1]
+    return file, int(line), code.strip()
+
+
+def describe_source(node: fx.Node) -> str:
+    source = source_of(node)
+    return f"{source[0]}:{source[1]}: {source[2]}" if source else f"graph node '{node.name}'"
+
+
+def _location(node: fx.Node) -> ir.Location:
+    source = source_of(node)
+    if source:
+        return ir.Location.file(source[0], source[1], 0)
+    return ir.Location.name(node.name)
+
+
+def _is_tensor_meta(meta) -> bool:
+    return isinstance(meta, torch.Tensor)
+
+
+def _value_type(meta) -> ir.Type:
+    if _is_tensor_meta(meta):
+        return tensor_type(meta)
+    if isinstance(meta, (int, torch.SymInt)):
+        return ir.IndexType.get()
+    raise BrazeError(f"graph values of type {type(meta).__name__} are not supported")
+
+
+def import_graph(
+    graph_module: fx.GraphModule,
+    *,
+    parameters: dict[str, str] | None = None,
+    range_constraints: dict | None = None,
+    func_name: str = "forward",
+) -> ImportedGraph:
+    """Imports `graph_module` as `func.func @<func_name>`.
+
+    `parameters` maps placeholder names to state-dict names: those
+    placeholders become `braze.parameter` ops, every other placeholder a
+    function argument. `range_constraints` maps each shape symbol to its
+    range (torch.export's `range_constraints`, or a ShapeEnv's var_to_range).
+    """
+    parameters = parameters or {}
+    graph = graph_module.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    args = [n for n in placeholders if n.name not in parameters]
+    output = next(n for n in graph.nodes if n.op == "output")
+    results = list(fx.node.map_aggregate(output.args[0], lambda x: x))
+    results = results if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
+    none_outputs = [i for i, r in enumerate(results) if r is None]
+    results = [r for r in results if r is not None]
+
+    context = ir.Context()
+    with context, ir.Location.unknown():
+        module = ir.Module.create()
+        if range_constraints:
+            module.operation.attributes["braze.symbols"] = symbols_attr(range_constraints)
+        arg_types = [_value_type(n.meta["val"]) for n in args]
+        result_types = []
+        for r in results:
+            if not isinstance(r, fx.Node):
+                raise BrazeError(f"graph output {r!r} is not a value; only tensors and sizes are supported")
+            result_types.append(_value_type(r.meta["val"]))
+        with ir.InsertionPoint(module.body):
+            function = func.FuncOp(func_name, (arg_types, result_types))
+        function.arg_attrs = ir.ArrayAttr.get([arg_dims_attr(n.meta["val"]) for n in args])
+        block = function.add_entry_block()
+        with ir.InsertionPoint(block):
+            importer = _NodeImporter(graph_module, parameters)
+            importer.values.update(zip(args, block.arguments))
+            for node in graph.nodes:
+                importer.import_node(node)
+            func.ReturnOp([importer.values[r] for r in results])
+        try:
+            module.operation.verify()
+        except ir.MLIRError as error:
+            raise BrazeError.from_mlir("the imported module is invalid (a braze bug)", error) from None
+    return ImportedGraph(Module(module), [n.name for n in args],
+                         sorted(set(parameters.values())), none_outputs)
+
+
+class _NodeImporter:
+    def __init__(self, graph_module: fx.GraphModule, parameters: dict[str, str]):
+        self.graph_module = graph_module
+        self.parameters = parameters
+        self.values: dict[fx.Node, object] = {}
+
+    def import_node(self, node: fx.Node) -> None:
+        if node.op in ("output",) or node in self.values:
+            return
+        with _location(node):
+            handler = getattr(self, f"_import_{node.op}", None)
+            if handler is None:
+                raise BrazeError(f"FX node kind '{node.op}' is not supported ({describe_source(node)})")
+            self.values[node] = handler(node)
+
+    def _import_placeholder(self, node: fx.Node):
+        meta = node.meta["val"]
+        return bz.ParameterOp(tensor_type(meta), self.parameters[node.name]).result
+
+    def _import_get_attr(self, node: fx.Node):
+        value = getattr(self.graph_module, node.target)
+        if not isinstance(value, torch.Tensor):
+            raise BrazeError(f"graph attribute '{node.target}' is a {type(value).__name__}, not a tensor")
+        return constant_tensor(value)
+
+    def _import_call_function(self, node: fx.Node):
+        target = node.target
+        if target in _ASSERTIONS:
+            return None
+        lowering = LOWERINGS.get(target)
+        if lowering is None:
+            name = target_name(target)
+            raise UnsupportedOpError(
+                f"unsupported op {name} at {describe_source(node)} "
+                f"(no lowering in braze.frontend.lowerings; see docs/ops.md)", name)
+        args = fx.node.map_aggregate(node.args, self._value)
+        kwargs = fx.node.map_aggregate(node.kwargs, self._value)
+        try:
+            return lowering(Builder(node), *args, **kwargs)
+        except ir.MLIRError as error:
+            raise BrazeError.from_mlir(
+                f"cannot import {target_name(target)} at {describe_source(node)}", error) from None
+        except BrazeError as error:
+            raise BrazeError(f"cannot import {target_name(target)} at {describe_source(node)}: "
+                             f"{error.message}", error.diagnostics) from None
+
+    def _value(self, x):
+        return self.values[x] if isinstance(x, fx.Node) else x
+
+
+def constant_tensor(value: torch.Tensor) -> ir.Value:
+    """A tensor literal; bf16 goes through f32 since numpy has no bfloat16."""
+    value = value.detach().cpu().contiguous()
+    if value.dtype == torch.bfloat16:
+        f32 = constant_tensor(value.float())
+        result = ir.RankedTensorType.get(list(value.shape), element_type(torch.bfloat16))
+        return bz.CastOp(result, f32).result
+    array = value.numpy()
+    ttype = ir.RankedTensorType.get(list(value.shape), element_type(value.dtype))
+    attr = ir.DenseElementsAttr.get(array, signless=True, type=ttype)
+    return bz.ConstantOp(attr).result

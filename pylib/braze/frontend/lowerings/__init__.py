@@ -1,0 +1,40 @@
+"""The lowering table: FX call targets (aten overloads, a few Python
+operators) to functions that emit braze ops.
+
+A lowering is `fn(b: Builder, *args, **kwargs)` returning the node's value (an
+MLIR value, or a tuple for multi-result ops). Importing this package fills
+`LOWERINGS` from the modules below.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+LOWERINGS: dict[object, Callable] = {}
+
+
+def lowers(*targets):
+    """Registers the decorated function as the lowering of every target."""
+
+    def register(fn):
+        for target in targets:
+            if target in LOWERINGS:
+                raise RuntimeError(f"two lowerings for {target}")
+            LOWERINGS[target] = fn
+        return fn
+
+    return register
+
+
+def target_name(target) -> str:
+    """`aten.add.Tensor` for aten overloads, `operator.mul` for Python operators."""
+    if hasattr(target, "overloadpacket"):
+        return str(target)
+    return f"{target.__module__}.{target.__name__}".replace("_operator.", "operator.")
+
+
+def supported_targets() -> list[str]:
+    return sorted(target_name(t) for t in LOWERINGS)
+
+
+from braze.frontend.lowerings import creation, layout, nn, pointwise, reductions, symints  # noqa: E402,F401

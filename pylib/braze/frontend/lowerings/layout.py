@@ -1,0 +1,167 @@
+"""View and layout ops: view/reshape, permute, expand, slice, cat, split, squeeze."""
+
+from __future__ import annotations
+
+import torch
+from mlir import ir
+from mlir.dialects import arith
+
+from braze.dialects import braze as bz
+from braze.errors import BrazeError
+from braze.frontend.builder import is_index, shape_of
+from braze.frontend.types import static_size
+from braze.frontend.lowerings import lowers
+
+aten = torch.ops.aten
+END = 9223372036854775807  # aten's "to the end" sentinel
+
+
+def _element_count(b, x):
+    count = b.index(1)
+    for d in range(len(shape_of(x))):
+        count = arith.MulIOp(count, b.index(b.size(x, d))).result
+    return count
+
+
+@lowers(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def view(b, x, shape):
+    sizes = list(shape)
+    if -1 in sizes and sum(1 for s in sizes if not isinstance(s, int) or s < 0) > 1:
+        # Several unknown dims and an inferred one: compute it.
+        known = b.index(1)
+        for s in sizes:
+            if s != -1:
+                known = arith.MulIOp(known, b.index(s)).result
+        sizes[sizes.index(-1)] = arith.DivSIOp(_element_count(b, x), known).result
+    return b.reshape(x, b.out_type(), [None if s == -1 else s for s in sizes])
+
+
+def _same_dims(b, x, out_rank: int, source_of) -> list:
+    """Sizes of the result dims, each taken from an input dim (or 1)."""
+    return [1 if source_of(i) is None else b.size(x, source_of(i)) for i in range(out_rank)]
+
+
+@lowers(aten.squeeze.dims, aten.squeeze.dim, aten.squeeze.default)
+def squeeze(b, x, dims=None):
+    in_shape = b.node.args[0].meta["val"].shape
+    rank = len(in_shape)
+    if dims is None:
+        dims = range(rank)
+    dims = {d % rank for d in ([dims] if isinstance(dims, int) else dims)
+            if static_size(in_shape[d % rank]) == 1}
+    kept = [d for d in range(rank) if d not in dims]
+    out = b.out_type()
+    return b.reshape(x, out, _same_dims(b, x, out.rank, lambda i: kept[i]))
+
+
+@lowers(aten.unsqueeze.default)
+def unsqueeze(b, x, dim):
+    rank = len(shape_of(x)) + 1
+    dim %= rank
+    return b.reshape(x, b.out_type(), _same_dims(
+        b, x, rank, lambda i: None if i == dim else (i if i < dim else i - 1)))
+
+
+@lowers(aten.permute.default)
+def permute(b, x, dims):
+    rank = len(shape_of(x))
+    return bz.PermuteOp(x, [d % rank for d in dims], results=[b.out_type()]).result
+
+
+@lowers(aten.t.default)
+def t(b, x):
+    if len(shape_of(x)) < 2:
+        return x
+    return bz.PermuteOp(x, [1, 0], results=[b.out_type()]).result
+
+
+@lowers(aten.transpose.int)
+def transpose(b, x, dim0, dim1):
+    rank = len(shape_of(x))
+    perm = list(range(rank))
+    perm[dim0 % rank], perm[dim1 % rank] = perm[dim1 % rank], perm[dim0 % rank]
+    return bz.PermuteOp(x, perm, results=[b.out_type()]).result
+
+
+@lowers(aten.expand.default)
+def expand(b, x, sizes, implicit=False):
+    out = b.out_type()
+    offset = out.rank - len(shape_of(x))
+    resolved = [b.size(x, i - offset) if s == -1 else s for i, s in enumerate(sizes)]
+    if x.type == out and all(s == -1 or not is_index(s) for s in sizes):
+        return x
+    return b.expand(x, out, resolved)
+
+
+def _static_bound(value, size, what: str) -> int:
+    """A slice bound as a non-negative int (negative ones count from the end)."""
+    if is_index(value):
+        raise BrazeError(f"slice with a symbolic {what} is not supported")
+    if value < 0:
+        if size is None:
+            raise BrazeError(f"slice with a negative {what} on a dynamic dim is not supported")
+        value = max(value + size, 0)
+    return value
+
+
+@lowers(aten.slice.Tensor)
+def slice_(b, x, dim=0, start=None, end=None, step=1):
+    shape = shape_of(x)
+    dim %= len(shape)
+    in_meta = b.node.args[0].meta["val"].shape[dim]
+    out_meta = b.meta.shape[dim]
+    if (start in (None, 0)) and step == 1 and (end is None or end == END or
+                                                (is_index(end) and out_meta == in_meta)):
+        return x  # the whole dim
+    size = shape[dim]
+    start = _static_bound(0 if start is None else start, size, "start")
+    end = END if end is None else _static_bound(end, size, "end")
+    end = max(end, start)
+    return bz.SliceOp(x, dim, start, end, step=step, results=[b.out_type()]).result
+
+
+@lowers(aten.select.int)
+def select(b, x, dim, index):
+    shape = shape_of(x)
+    dim %= len(shape)
+    index = _static_bound(index, shape[dim], "index")
+    sliced_shape = list(shape)
+    sliced_shape[dim] = 1
+    sliced_type = ir.RankedTensorType.get(
+        [ir.ShapedType.get_dynamic_size() if s is None else s for s in sliced_shape],
+        ir.RankedTensorType(x.type).element_type)
+    row = bz.SliceOp(x, dim, index, index + 1, results=[sliced_type]).result
+    return squeeze_dim(b, row, dim)
+
+
+def squeeze_dim(b, x, dim):
+    out = b.out_type()
+    kept = [d for d in range(len(shape_of(x))) if d != dim]
+    return b.reshape(x, out, _same_dims(b, x, out.rank, lambda i: kept[i]))
+
+
+@lowers(aten.cat.default)
+def cat(b, tensors, dim=0):
+    dtype = b.out_dtype()
+    rank = b.out_type().rank
+    inputs = [b.cast(t, dtype) for t in tensors if len(shape_of(t)) == rank]  # legacy empty 1-D
+    if len(inputs) == 1:
+        return inputs[0]
+    return bz.ConcatOp(inputs, dim % rank, results=[b.out_type()]).result
+
+
+@lowers(aten.split_with_sizes.default, aten.split.Tensor)
+def split(b, x, sizes, dim=0):
+    shape = shape_of(x)
+    dim %= len(shape)
+    pieces = []
+    start = 0
+    for i in range(len(b.meta)):
+        length = static_size(b.meta[i].shape[dim])
+        if length is None:
+            raise BrazeError("split into pieces of symbolic size is not supported")
+        end = start + length
+        pieces.append(bz.SliceOp(x, dim, start, end, results=[b.out_type(i)]).result
+                      if (start, end) != (0, shape[dim]) else x)
+        start = end
+    return tuple(pieces)

@@ -1,0 +1,97 @@
+"""Matrix products and the composite nn ops core aten keeps: layer norm,
+softmax, log-softmax, embedding."""
+
+from __future__ import annotations
+
+import torch
+from mlir import ir
+
+from braze.dialects import braze as bz
+from braze.frontend.builder import dtype_of, shape_of
+from braze.frontend.lowerings import lowers
+
+aten = torch.ops.aten
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Half-precision normalizations accumulate in f32, as PyTorch's CPU kernels do."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+@lowers(aten.mm.default)
+def mm(b, lhs, rhs):
+    dtype = b.out_dtype()
+    return bz.MatmulOp(b.cast(lhs, dtype), b.cast(rhs, dtype), results=[b.out_type()]).result
+
+
+@lowers(aten.bmm.default)
+def bmm(b, lhs, rhs):
+    dtype = b.out_dtype()
+    return bz.BmmOp(b.cast(lhs, dtype), b.cast(rhs, dtype), results=[b.out_type()]).result
+
+
+@lowers(aten.addmm.default)
+def addmm(b, bias, lhs, rhs, beta=1, alpha=1):
+    dtype = b.out_dtype()
+    return bz.AddmmOp(b.tensor(bias, dtype), b.cast(lhs, dtype), b.cast(rhs, dtype),
+                      beta=float(beta), alpha=float(alpha), results=[b.out_type()]).result
+
+
+@lowers(aten.native_layer_norm.default)
+def native_layer_norm(b, x, normalized_shape, weight, bias, eps):
+    """(y, mean, rstd) with mean and rstd over the normalized (last) dims."""
+    out_dtype = dtype_of(x)
+    dtype = _compute_dtype(out_dtype)
+    rank = len(shape_of(x))
+    dims = list(range(rank - len(normalized_shape), rank))
+    xc = b.cast(x, dtype)
+    stats_type = b.out_type(1)
+    mean = bz.MeanOp(xc, dims, keepdim=True, results=[stats_type]).result
+    centered = bz.SubOp(xc, mean).result
+    variance = bz.MeanOp(bz.MulOp(centered, centered).result, dims, keepdim=True,
+                         results=[stats_type]).result
+    rstd = bz.RsqrtOp(bz.AddOp(variance, b.constant(eps, dtype)).result).result
+    y = bz.MulOp(centered, rstd).result
+    if weight is not None:
+        y = bz.MulOp(y, b.cast(weight, dtype)).result
+    if bias is not None:
+        y = bz.AddOp(y, b.cast(bias, dtype)).result
+    return b.cast(y, out_dtype), b.cast(mean, b.out_dtype(1)), b.cast(rstd, b.out_dtype(2))
+
+
+def _shifted_exp_sum(b, x, dim):
+    """x - max(x), its exp, and the sum of that exp over `dim` (kept as size 1)."""
+    dtype = _compute_dtype(b.out_dtype())
+    x = b.cast(x, dtype)
+    if not shape_of(x):  # softmax of a scalar is 1
+        zero = bz.SubOp(x, x).result
+        return zero, bz.ExpOp(zero).result, b.constant(1.0, dtype)
+    dim %= len(shape_of(x))
+    shifted = bz.SubOp(x, bz.MaxOp(x, [dim], keepdim=True).result).result
+    exp = bz.ExpOp(shifted).result
+    return shifted, exp, bz.SumOp(exp, [dim], keepdim=True).result
+
+
+@lowers(aten._softmax.default)
+def softmax(b, x, dim, half_to_float=False):
+    _, exp, total = _shifted_exp_sum(b, x, dim)
+    return b.cast(bz.DivOp(exp, total).result, b.out_dtype())
+
+
+@lowers(aten._log_softmax.default)
+def log_softmax(b, x, dim, half_to_float=False):
+    shifted, _, total = _shifted_exp_sum(b, x, dim)
+    return b.cast(bz.SubOp(shifted, bz.LogOp(total).result).result, b.out_dtype())
+
+
+@lowers(aten.embedding.default)
+def embedding(b, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return bz.TakeOp(weight, indices, 0, results=[b.out_type()]).result
+
+
+@lowers(aten.index_select.default)
+def index_select(b, x, dim, index):
+    if not shape_of(index):  # a 0-d index selects like a 1-element one
+        rank1 = ir.RankedTensorType.get([1], ir.RankedTensorType(index.type).element_type)
+        index = b.reshape(index, rank1, [1])
+    return bz.TakeOp(x, index, dim % len(shape_of(x)), results=[b.out_type()]).result

@@ -1,0 +1,67 @@
+"""MLIR types as torch dtypes, and checking values against declared types."""
+
+from __future__ import annotations
+
+import torch
+from mlir import ir
+
+from braze.errors import BrazeError
+
+TORCH_DTYPES: dict[str, torch.dtype] = {
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "f32": torch.float32,
+    "f64": torch.float64,
+    "i1": torch.bool,
+    "i8": torch.int8,
+    "i16": torch.int16,
+    "i32": torch.int32,
+    "i64": torch.int64,
+}
+
+_MLIR_NAMES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
+
+
+def torch_dtype(element_type: ir.Type) -> torch.dtype:
+    """The torch dtype of an MLIR element type; BrazeError for others."""
+    name = str(element_type)
+    if name not in TORCH_DTYPES:
+        raise BrazeError(f"the reference interpreter has no torch dtype for element type {name}")
+    return TORCH_DTYPES[name]
+
+
+def mlir_name(dtype: torch.dtype) -> str:
+    """`torch.float32` as `f32`, for messages; other dtypes as torch prints them."""
+    return _MLIR_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def is_dynamic(size: int) -> bool:
+    return size == ir.ShapedType.get_dynamic_size()
+
+
+def type_mismatch(value, type_: ir.Type) -> str | None:
+    """Why `value` does not fit `type_`, or None when it does.
+
+    Tensors must have the element dtype, the rank and every static dim of a
+    ranked tensor type; `index` and integer scalars are Python ints (bool is
+    accepted for i1), float scalars Python floats.
+    """
+    if isinstance(type_, ir.RankedTensorType):
+        if not isinstance(value, torch.Tensor):
+            return f"is a {type(value).__name__}, not a tensor of type {type_}"
+        expected_dtype = torch_dtype(type_.element_type)
+        if value.dtype != expected_dtype:
+            return f"has element type {mlir_name(value.dtype)} but {type_} has {type_.element_type}"
+        if value.dim() != type_.rank:
+            return f"has rank {value.dim()} (shape {list(value.shape)}) but {type_} has rank {type_.rank}"
+        for dim, (actual, expected) in enumerate(zip(value.shape, type_.shape)):
+            if not is_dynamic(expected) and actual != expected:
+                return f"has shape {list(value.shape)} but {type_} has {expected} at dim {dim}"
+        return None
+    if isinstance(type_, (ir.IndexType, ir.IntegerType)):
+        if isinstance(value, bool) and not (isinstance(type_, ir.IntegerType) and type_.width == 1):
+            return f"is a bool, not an {type_}"
+        return None if isinstance(value, int) else f"is a {type(value).__name__}, not an {type_}"
+    if isinstance(type_, ir.FloatType):
+        return None if isinstance(value, float) else f"is a {type(value).__name__}, not a {type_}"
+    return f"has type {type_}, which the reference interpreter does not support"

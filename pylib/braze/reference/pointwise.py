@@ -1,0 +1,97 @@
+"""Elementwise ops: unary math, broadcasting binary ops, comparisons, logic,
+select and cast.
+
+Operands already carry the op's element type (the interpreter checks every
+value against its declared type), so each torch call computes in that type.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from braze.reference.registry import handles, op_error
+
+_UNARY = {
+    "braze.neg": torch.neg,
+    "braze.abs": torch.abs,
+    "braze.exp": torch.exp,
+    "braze.log": torch.log,
+    "braze.tanh": torch.tanh,
+    "braze.sigmoid": torch.sigmoid,
+    "braze.relu": torch.relu,
+    "braze.silu": F.silu,
+    "braze.sqrt": torch.sqrt,
+    "braze.rsqrt": torch.rsqrt,
+    "braze.erf": torch.erf,
+    "braze.not": torch.logical_not,
+}
+
+
+@handles(*_UNARY)
+def unary(op, operands, interpreter):
+    (input_,) = operands
+    return [_UNARY[op.operation.name](input_)]
+
+
+@handles("braze.gelu")
+def gelu(op, operands, interpreter):
+    (input_,) = operands
+    approximate = op.approximate.value
+    if approximate not in ("none", "tanh"):
+        raise op_error(op, f"unknown approximate {approximate!r}")
+    return [F.gelu(input_, approximate=approximate)]
+
+
+def _divide(lhs, rhs):
+    # Integer division truncates toward zero (C semantics), floats divide truly.
+    if lhs.dtype.is_floating_point:
+        return torch.div(lhs, rhs)
+    return torch.div(lhs, rhs, rounding_mode="trunc")
+
+
+# All of these broadcast NumPy-style, as torch does.
+_BINARY = {
+    "braze.add": torch.add,
+    "braze.sub": torch.sub,
+    "braze.mul": torch.mul,
+    "braze.div": _divide,
+    "braze.pow": torch.pow,
+    "braze.maximum": torch.maximum,  # propagates NaN
+    "braze.minimum": torch.minimum,
+    "braze.and": torch.logical_and,
+    "braze.or": torch.logical_or,
+    "braze.xor": torch.logical_xor,
+    # NaN compares unequal and unordered, as IEEE and PyTorch say.
+    "braze.eq": torch.eq,
+    "braze.ne": torch.ne,
+    "braze.lt": torch.lt,
+    "braze.le": torch.le,
+    "braze.gt": torch.gt,
+    "braze.ge": torch.ge,
+}
+
+
+@handles(*_BINARY)
+def binary(op, operands, interpreter):
+    lhs, rhs = operands
+    if not lhs.dtype.is_floating_point and op.operation.name == "braze.div" and bool((rhs == 0).any()):
+        raise op_error(op, "integer division by zero")
+    return [_BINARY[op.operation.name](lhs, rhs)]
+
+
+@handles("braze.where")
+def where(op, operands, interpreter):
+    condition, true_value, false_value = operands
+    return [torch.where(condition, true_value, false_value)]
+
+
+@handles("braze.cast")
+def cast(op, operands, interpreter):
+    (input_,) = operands
+    target = interpreter.result_dtype(op)
+    if target == torch.bool:
+        # `.to(bool)` would do the same, but the rule is "non-zero", so say it.
+        return [input_ != 0]
+    # `.to` truncates floats toward zero when converting to integers.
+    return [input_.to(target)]

@@ -1,0 +1,80 @@
+"""Upstream ops that captured programs contain: calls, `tensor.dim`, and
+`arith` integer arithmetic on `index` (and iN) scalars held as Python ints."""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from braze.reference.registry import handles, op_error
+
+
+def _bit_width(type_: ir.Type) -> int:
+    # `index` is 64 bits wide on every target braze compiles for.
+    return type_.width if isinstance(type_, ir.IntegerType) else 64
+
+
+def _wrap(value: int, bits: int) -> int:
+    """Two's-complement wrap-around to `bits`, as the hardware op would do."""
+    if bits == 1:
+        return value & 1
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >= 1 << (bits - 1) else value
+
+
+def _truncating_divide(lhs: int, rhs: int) -> int:
+    quotient = abs(lhs) // abs(rhs)
+    return quotient if (lhs < 0) == (rhs < 0) else -quotient
+
+
+def _ceiling_divide(lhs: int, rhs: int) -> int:
+    return -((-lhs) // rhs)
+
+
+def _signed_remainder(lhs: int, rhs: int) -> int:
+    # The remainder takes the dividend's sign, as in C.
+    return lhs - rhs * _truncating_divide(lhs, rhs)
+
+
+_INTEGER_BINARY = {
+    "arith.addi": lambda a, b: a + b,
+    "arith.subi": lambda a, b: a - b,
+    "arith.muli": lambda a, b: a * b,
+    "arith.floordivsi": lambda a, b: a // b,
+    "arith.divsi": _truncating_divide,
+    "arith.ceildivsi": _ceiling_divide,
+    "arith.remsi": _signed_remainder,
+    "arith.maxsi": max,
+    "arith.minsi": min,
+}
+_DIVISIONS = {"arith.floordivsi", "arith.divsi", "arith.ceildivsi", "arith.remsi"}
+
+
+@handles(*_INTEGER_BINARY)
+def integer_binary(op, operands, interpreter):
+    lhs, rhs = (int(v) for v in operands)
+    name = op.operation.name
+    if name in _DIVISIONS and rhs == 0:
+        raise op_error(op, "division by zero")
+    result = _INTEGER_BINARY[name](lhs, rhs)
+    return [_wrap(result, _bit_width(op.operation.results[0].type))]
+
+
+@handles("arith.index_cast")
+def index_cast(op, operands, interpreter):
+    (value,) = operands
+    # Narrowing truncates; widening sign-extends, which a Python int already is.
+    return [_wrap(int(value), _bit_width(op.operation.results[0].type))]
+
+
+@handles("tensor.dim")
+def tensor_dim(op, operands, interpreter):
+    tensor, dim = operands
+    if not 0 <= dim < tensor.dim():
+        raise op_error(op, f"dim {dim} is out of range for a tensor of rank {tensor.dim()}")
+    return [int(tensor.shape[dim])]
+
+
+@handles("func.call")
+def call(op, operands, interpreter):
+    callee = op.attributes["callee"].value
+    return interpreter.call(callee, operands, caller=op)
