@@ -1,5 +1,6 @@
 # lit configuration for braze's FileCheck tests.
 import os
+import sys
 import sysconfig
 
 import lit.formats
@@ -8,7 +9,8 @@ from braze.tools.opt import binary_path
 
 config.name = "braze"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".py"]
+config.excludes = ["lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.test_source_root, "Output")
 
@@ -20,3 +22,4 @@ for tool in ("braze-opt", "FileCheck"):
     if not any(os.path.exists(os.path.join(d, tool)) for d in tool_dirs):
         lit_config.fatal(f"{tool} not found in {tool_dirs}; install braze first")
 config.environment["PATH"] = os.pathsep.join(tool_dirs + [os.environ.get("PATH", "")])
+config.substitutions.append(("%python", sys.executable))

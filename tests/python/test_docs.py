@@ -25,15 +25,34 @@ def test_generated_op_and_pass_docs_are_current():
     assert run.returncode == 0, run.stderr
 
 
-def test_readme_python_example_runs(clean_registry):
-    code = re.search(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+def _run_readme_block(index: int, cwd: Path) -> str:
+    code = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)[index]
     out = io.StringIO()
-    cwd = os.getcwd()
-    os.chdir(ROOT)
+    previous = os.getcwd()
+    os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out):
             exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
     finally:
-        os.chdir(cwd)
-    printed = out.getvalue()
+        os.chdir(previous)
+    return out.getvalue()
+
+
+def test_readme_python_example_runs(clean_registry):
+    printed = _run_readme_block(0, ROOT)
     assert printed.count("tensor<?x") >= 2 and "braze.addmm" in printed
+
+
+def test_readme_pytorch_example_runs(tmp_path):
+    printed = _run_readme_block(1, tmp_path)
+    assert 'braze.parameter "0.weight"' in printed and "torch.Size([5, 64])" in printed
+    assert (tmp_path / "mlp.mlir").exists()
+
+
+def test_ops_doc_lists_exactly_the_lowered_ops():
+    from braze.frontend.lowerings import supported_targets
+
+    documented = set(re.findall(r"`((?:aten|prims|operator)\.[\w.]+)`", (ROOT / "docs" / "ops.md").read_text()))
+    lowered = set(supported_targets())
+    assert not lowered - documented, f"add to docs/ops.md: {sorted(lowered - documented)}"
+    assert not documented - lowered, f"not lowered, remove from docs/ops.md: {sorted(documented - lowered)}"

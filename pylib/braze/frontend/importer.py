@@ -184,6 +184,10 @@ class _NodeImporter:
         except BrazeError as error:
             raise BrazeError(f"cannot import {target_name(target)} at {describe_source(node)}: "
                              f"{error.message}", error.diagnostics) from None
+        except Exception as error:  # a lowering bug must still end as a clear error
+            raise BrazeError(
+                f"internal error importing {target_name(target)} at {describe_source(node)}: "
+                f"{type(error).__name__}: {error} (a braze bug)") from error
 
     def _value(self, x):
         return self.values[x] if isinstance(x, fx.Node) else x

@@ -23,13 +23,10 @@ def bmm(op, operands, interpreter):
 def addmm(op, operands, interpreter):
     bias, lhs, rhs = operands
     beta, alpha = op.beta.value, op.alpha.value
-    if beta == 1.0 and alpha == 1.0:
-        # torch.addmm rounds exactly as an eager nn.Linear does.
-        return [torch.addmm(bias, lhs, rhs)]
     if not lhs.dtype.is_floating_point:
         if beta != int(beta) or alpha != int(alpha):
             raise op_error(op, f"beta = {beta} and alpha = {alpha} must be integers for {lhs.dtype}")
-        # Python ints keep the computation in the tensors' integer type.
         beta, alpha = int(beta), int(alpha)
-    # A Python scalar times a tensor stays in the tensor's dtype.
-    return [beta * bias + alpha * torch.mm(lhs, rhs)]
+    # torch.addmm scales and adds in its accumulator before the one rounding
+    # to the element type, exactly as eager PyTorch (and nn.Linear) does.
+    return [torch.addmm(bias, lhs, rhs, beta=beta, alpha=alpha)]

@@ -45,6 +45,8 @@ def _same_dims(b, x, out_rank: int, source_of) -> list:
 def squeeze(b, x, dims=None):
     in_shape = b.node.args[0].meta["val"].shape
     rank = len(in_shape)
+    if rank == 0:
+        return x
     if dims is None:
         dims = range(rank)
     dims = {d % rank for d in ([dims] if isinstance(dims, int) else dims)

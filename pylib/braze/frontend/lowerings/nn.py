@@ -89,9 +89,20 @@ def embedding(b, weight, indices, padding_idx=-1, scale_grad_by_freq=False, spar
     return bz.TakeOp(weight, indices, 0, results=[b.out_type()]).result
 
 
+def _as_rank1(b, value):
+    """A 0-d tensor as a 1-element 1-D one (index_select treats them alike)."""
+    if shape_of(value):
+        return value
+    rank1 = ir.RankedTensorType.get([1], ir.RankedTensorType(value.type).element_type)
+    return b.reshape(value, rank1, [1])
+
+
 @lowers(aten.index_select.default)
 def index_select(b, x, dim, index):
-    if not shape_of(index):  # a 0-d index selects like a 1-element one
-        rank1 = ir.RankedTensorType.get([1], ir.RankedTensorType(index.type).element_type)
-        index = b.reshape(index, rank1, [1])
-    return bz.TakeOp(x, index, dim % len(shape_of(x)), results=[b.out_type()]).result
+    table = _as_rank1(b, x)
+    out = b.out_type()
+    if out.rank != len(shape_of(table)):  # a 0-d x gives a 0-d result
+        picked = ir.RankedTensorType.get([1], out.element_type)
+        taken = bz.TakeOp(table, _as_rank1(b, index), 0, results=[picked]).result
+        return b.reshape(taken, out, [])
+    return bz.TakeOp(table, _as_rank1(b, index), dim % out.rank, results=[out]).result

@@ -24,12 +24,17 @@ def promoted_dtype(lhs, rhs) -> torch.dtype:
     return torch.result_type(stand_in(lhs), stand_in(rhs))
 
 
+# On booleans PyTorch's add and maximum are "or", mul and minimum "and".
+_ON_BOOLS = {bz.AddOp: bz.OrOp, bz.MaximumOp: bz.OrOp, bz.MulOp: bz.AndOp, bz.MinimumOp: bz.AndOp}
+
+
 def _binary(op_class):
     """Both operands cast to the result dtype, then the op."""
 
     def lower(b, lhs, rhs):
         dtype = b.out_dtype()
-        return op_class(b.tensor(lhs, dtype), b.tensor(rhs, dtype), results=[b.out_type()]).result
+        op = _ON_BOOLS.get(op_class, op_class) if dtype == torch.bool else op_class
+        return op(b.tensor(lhs, dtype), b.tensor(rhs, dtype), results=[b.out_type()]).result
 
     return lower
 
@@ -47,9 +52,14 @@ def _with_alpha(op_class):
     def lower(b, lhs, rhs, alpha=1):
         dtype = b.out_dtype()
         rhs = b.tensor(rhs, dtype)
-        if alpha != 1:
+        op = op_class
+        if dtype == torch.bool:  # alpha is a bool too; torch forbids sub on bools
+            op = _ON_BOOLS[op_class]
+            if not alpha:
+                return b.tensor(lhs, dtype)
+        elif alpha != 1:
             rhs = bz.MulOp(rhs, b.constant(alpha, dtype)).result
-        return op_class(b.tensor(lhs, dtype), rhs, results=[b.out_type()]).result
+        return op(b.tensor(lhs, dtype), rhs, results=[b.out_type()]).result
 
     return lower
 
@@ -101,14 +111,14 @@ def pow_(b, base, exponent):
     return bz.PowOp(b.tensor(base, dtype), b.tensor(exponent, dtype), results=[b.out_type()]).result
 
 
-@lowers(aten.clamp.default, aten.hardtanh.default)
+@lowers(aten.clamp.default, aten.clamp.Tensor, aten.hardtanh.default)
 def clamp(b, x, min=None, max=None):
     dtype = b.out_dtype()
     result = b.tensor(x, dtype)
     if min is not None:
-        result = bz.MaximumOp(result, b.constant(min, dtype)).result
+        result = bz.MaximumOp(result, b.tensor(min, dtype), results=[b.out_type()]).result
     if max is not None:
-        result = bz.MinimumOp(result, b.constant(max, dtype)).result
+        result = bz.MinimumOp(result, b.tensor(max, dtype), results=[b.out_type()]).result
     return result
 
 

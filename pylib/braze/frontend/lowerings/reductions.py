@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from braze.dialects import braze as bz
-from braze.frontend.builder import shape_of
+from braze.frontend.builder import dtype_of, shape_of
 from braze.frontend.lowerings import lowers
 
 aten = torch.ops.aten
@@ -18,13 +18,15 @@ def normalized_dims(x, dims) -> list[int]:
         return list(range(rank))
     if isinstance(dims, int):
         dims = [dims]
-    return sorted({d % max(rank, 1) for d in dims})
+    return sorted({d % rank for d in dims})
 
 
 def reduce(b, op_class, x, dims, keepdim, result_index=None):
-    dims = normalized_dims(x, dims)
-    if not dims:  # a rank-0 input: nothing to reduce
+    if not shape_of(x):  # a 0-d input reduces to itself; its only index is 0
+        if op_class is bz.ArgmaxOp:
+            return b.constant(0, torch.int64)
         return x
+    dims = normalized_dims(x, dims)
     return op_class(x, dims, keepdim=bool(keepdim), results=[b.out_type(result_index)]).result
 
 
@@ -38,27 +40,31 @@ def mean(b, x, dims=None, keepdim=False, dtype=None):
     return reduce(b, bz.MeanOp, b.cast(x, b.out_dtype()), dims, keepdim)
 
 
+def _is_bool(x) -> bool:
+    return dtype_of(x) == torch.bool
+
+
 @lowers(aten.amax.default)
 def amax(b, x, dims=(), keepdim=False):
-    return reduce(b, bz.MaxOp, x, dims, keepdim)
+    return reduce(b, bz.AnyOp if _is_bool(x) else bz.MaxOp, x, dims, keepdim)
 
 
 @lowers(aten.amin.default)
 def amin(b, x, dims=(), keepdim=False):
-    return reduce(b, bz.MinOp, x, dims, keepdim)
+    return reduce(b, bz.AllOp if _is_bool(x) else bz.MinOp, x, dims, keepdim)
 
 
 @lowers(aten.max.dim)
 def max_dim(b, x, dim, keepdim=False):
-    values = reduce(b, bz.MaxOp, x, dim, keepdim, 0)
-    return values, reduce(b, bz.ArgmaxOp, x, dim, keepdim, 1)
+    values = reduce(b, bz.AnyOp if _is_bool(x) else bz.MaxOp, x, dim, keepdim, 0)
+    return values, argmax(b, x, dim, keepdim, result_index=1)
 
 
 @lowers(aten.argmax.default)
-def argmax(b, x, dim=None, keepdim=False):
-    if not shape_of(x):
-        return b.constant(0, torch.int64)
-    return reduce(b, bz.ArgmaxOp, x, dim, keepdim)
+def argmax(b, x, dim=None, keepdim=False, result_index=None):
+    if _is_bool(x):  # the first true is the first maximum of 0/1 bytes
+        x = b.cast(x, torch.int8)
+    return reduce(b, bz.ArgmaxOp, x, dim, keepdim, result_index)
 
 
 @lowers(aten.any.dim, aten.any.dims, aten.any.default)

@@ -1,0 +1,1 @@
+"""Harnesses shared by braze's tests and benchmark scripts."""

@@ -1,0 +1,137 @@
+"""PyTorch's OpInfo samples captured by braze.export and run on the
+reference interpreter, compared with eager PyTorch.
+
+Each sample ends as one of:
+- "pass": braze's result matches eager;
+- "mismatch": braze ran and computed something else (a bug, always);
+- "unsupported": braze refused the sample with a BrazeError (an op or an
+  argument it does not handle), which is the promised behaviour;
+- "error": braze failed with an internal error (a bug, always);
+- "untraceable": torch.export itself cannot capture the sample.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+import torch.utils._pytree as pytree
+
+import braze
+
+# OpInfo entries (name, variant) whose lowering braze provides.
+OPINFO_OPS = [
+    ("add", ""), ("sub", ""), ("mul", ""), ("div", "no_rounding_mode"), ("div", "trunc_rounding"),
+    ("maximum", ""), ("minimum", ""), ("clamp", ""), ("pow", ""), ("neg", ""), ("abs", ""),
+    ("exp", ""), ("log", ""), ("tanh", ""), ("sigmoid", ""), ("nn.functional.relu", ""),
+    ("nn.functional.silu", ""), ("sqrt", ""), ("rsqrt", ""), ("erf", ""), ("reciprocal", ""),
+    ("nn.functional.gelu", ""), ("eq", ""), ("ne", ""), ("lt", ""), ("le", ""), ("gt", ""),
+    ("ge", ""), ("logical_and", ""), ("logical_or", ""), ("logical_xor", ""), ("logical_not", ""),
+    ("bitwise_not", ""), ("where", ""), ("masked_fill", ""), ("sum", ""), ("mean", ""),
+    ("amax", ""), ("amin", ""), ("argmax", ""), ("any", ""), ("all", ""),
+    ("max", "reduction_with_dim"), ("mm", ""), ("bmm", ""), ("addmm", ""), ("matmul", ""),
+    ("nn.functional.linear", ""), ("nn.functional.layer_norm", ""),
+    ("nn.functional.rms_norm", ""), ("softmax", ""), ("log_softmax", ""),
+    ("nn.functional.embedding", ""), ("index_select", ""), ("view", ""), ("reshape", ""),
+    ("permute", ""), ("transpose", ""), ("t", ""), ("expand", ""), ("cat", ""), ("split", ""),
+    ("split_with_sizes", ""), ("squeeze", ""), ("unsqueeze", ""), ("select", ""),
+    ("narrow", ""), ("full_like", ""), ("zeros_like", ""), ("ones_like", ""),
+    ("nn.functional.scaled_dot_product_attention", ""), ("to", ""),
+]
+
+
+@dataclass
+class SampleResult:
+    op: str
+    dtype: torch.dtype
+    outcome: str
+    detail: str = ""
+
+
+def opinfos() -> dict[str, object]:
+    """The OpInfo entries of OPINFO_OPS, by display name."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    by_key = {(info.name, info.variant_test_name): info for info in op_db}
+    return {f"{name}.{variant}" if variant else name: by_key[(name, variant)]
+            for name, variant in OPINFO_OPS if (name, variant) in by_key}
+
+
+class _Call(torch.nn.Module):
+    """op(*args, **kwargs) with the sample's tensors as the module's inputs."""
+
+    def __init__(self, op, spec, constants):
+        super().__init__()
+        self.op, self.spec, self.constants = op, spec, constants
+
+    def forward(self, *tensors):
+        leaves = list(self.constants)
+        it = iter(tensors)
+        leaves = [next(it) if leaf is None else leaf for leaf in leaves]
+        args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        return self.op(*args, **kwargs)
+
+
+# (rtol, atol) per result dtype: half-precision composites (SDPA, norms) round
+# at each decomposed step where a fused eager kernel rounds once.
+TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-7, 1e-7),
+              torch.float16: (2e-3, 1e-3), torch.bfloat16: (2e-2, 1e-2)}
+
+
+def run_sample(info, sample, dtype) -> SampleResult:
+    name = f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
+    call = ((sample.input, *sample.args), dict(sample.kwargs))
+    leaves, spec = pytree.tree_flatten(call)
+    tensors = tuple(x for x in leaves if isinstance(x, torch.Tensor))
+    constants = [None if isinstance(x, torch.Tensor) else x for x in leaves]
+    model = _Call(info.op, spec, constants)
+    try:
+        with torch.no_grad():
+            expected = model(*tensors)
+    except Exception as error:  # the sample is invalid for eager too
+        return SampleResult(name, dtype, "untraceable", f"eager: {error}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = braze.export(model, tensors)
+    except braze.BrazeError as error:
+        if "torch.export could not capture" in error.message:
+            outcome = "untraceable"
+        else:
+            outcome = "error" if "(a braze bug)" in error.message else "unsupported"
+        return SampleResult(name, dtype, outcome, error.message.splitlines()[0][:300])
+    try:
+        actual = program(*tensors)
+    except braze.BrazeError as error:
+        return SampleResult(name, dtype, "unsupported", error.message.splitlines()[0][:300])
+    expected_leaves, actual_leaves = pytree.tree_leaves(expected), pytree.tree_leaves(actual)
+    try:
+        assert len(expected_leaves) == len(actual_leaves), "a different number of outputs"
+        for e, a in zip(expected_leaves, actual_leaves):
+            if isinstance(e, torch.Tensor):
+                rtol, atol = TOLERANCES.get(e.dtype, (0, 0))
+                torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=True)
+            else:
+                assert a == e, f"{a} != {e}"
+    except AssertionError as error:
+        return SampleResult(name, dtype, "mismatch", str(error).strip().splitlines()[0][:300])
+    return SampleResult(name, dtype, "pass")
+
+
+def run_op(info, dtypes=(torch.float32,), max_samples: int | None = None) -> list[SampleResult]:
+    results = []
+    for dtype in dtypes:
+        if dtype not in info.supported_dtypes("cpu"):
+            continue
+        samples = info.sample_inputs("cpu", dtype, requires_grad=False)
+        for i, sample in enumerate(samples):
+            if max_samples is not None and i >= max_samples:
+                break
+            results.append(run_sample(info, sample, dtype))
+    return results
+
+
+def summarize(results: list[SampleResult]) -> Counter:
+    return Counter(r.outcome for r in results)
