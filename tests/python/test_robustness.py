@@ -12,7 +12,6 @@ mlir-opt does the same), which is not braze's code to fix.
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 from conftest import LIT_DIR
 from mutate import cases

@@ -22,7 +22,7 @@ _ELEMENT_NAME = re.compile(r"^\s*([A-Za-z0-9_.\-]+)")
 
 def _split_top_level(text: str, pipeline: str) -> list[str]:
     """Splits `text` at the commas outside any (...) or {...}."""
-    parts, depth, start = [], 0, 0
+    parts, start = [], 0
     closing = {")": "(", "}": "{"}
     stack: list[str] = []
     for i, ch in enumerate(text):

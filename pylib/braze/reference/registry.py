@@ -13,24 +13,13 @@ from typing import Any, Callable
 
 from mlir import ir
 
+from braze.dispatch import DispatchTable
 from braze.errors import BrazeError, format_location
 
 Handler = Callable[[ir.OpView, list[Any], Any], list[Any]]
 
-HANDLERS: dict[str, Handler] = {}
-
-
-def handles(*op_names: str) -> Callable[[Handler], Handler]:
-    """Registers the decorated function as the handler of `op_names`."""
-
-    def register(handler: Handler) -> Handler:
-        for name in op_names:
-            if name in HANDLERS:
-                raise ValueError(f"two reference handlers for '{name}'")
-            HANDLERS[name] = handler
-        return handler
-
-    return register
+HANDLERS = DispatchTable("reference handlers")
+handles = HANDLERS.register
 
 
 def op_error(op: ir.OpView | ir.Operation, message: str) -> BrazeError:

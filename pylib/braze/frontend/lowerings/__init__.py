@@ -8,22 +8,10 @@ MLIR value, or a tuple for multi-result ops). Importing this package fills
 
 from __future__ import annotations
 
-from typing import Callable
+from braze.dispatch import DispatchTable
 
-LOWERINGS: dict[object, Callable] = {}
-
-
-def lowers(*targets):
-    """Registers the decorated function as the lowering of every target."""
-
-    def register(fn):
-        for target in targets:
-            if target in LOWERINGS:
-                raise RuntimeError(f"two lowerings for {target}")
-            LOWERINGS[target] = fn
-        return fn
-
-    return register
+LOWERINGS = DispatchTable("lowerings")
+lowers = LOWERINGS.register
 
 
 def target_name(target) -> str:

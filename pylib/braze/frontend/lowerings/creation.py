@@ -7,7 +7,6 @@ from mlir.dialects import arith
 
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
-from braze.frontend.builder import is_index
 from braze.frontend.lowerings import lowers
 
 aten = torch.ops.aten
