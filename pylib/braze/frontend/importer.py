@@ -20,7 +20,7 @@ from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.builder import Builder
 from braze.frontend.lowerings import LOWERINGS, target_name
-from braze.frontend.symbols import arg_dims_attr, symbols_attr
+from braze.frontend.symbols import arg_dims_attr, free_symbols, symbols_attr
 from braze.frontend.types import element_type, tensor_type
 from braze.ir import Module
 
@@ -112,8 +112,9 @@ def import_graph(
     context = ir.Context()
     with context, ir.Location.unknown():
         module = ir.Module.create()
-        if range_constraints:
-            module.operation.attributes["braze.symbols"] = symbols_attr(range_constraints)
+        used = free_symbols([n.meta["val"] for n in args])
+        if range_constraints and used:
+            module.operation.attributes["braze.symbols"] = symbols_attr(range_constraints, used)
         arg_types = [_value_type(n.meta["val"]) for n in args]
         result_types = []
         for r in results:

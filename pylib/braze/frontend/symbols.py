@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sympy
 import torch
+from torch.utils._sympy.numbers import int_oo
 from mlir import ir
 
 from braze.frontend.types import static_size
@@ -25,19 +26,31 @@ _UNBOUNDED = -1
 
 
 def _bound(value) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError, OverflowError):
+    """A range end as an int; torch's infinities (int_oo, oo) as unbounded."""
+    if value in (int_oo, -int_oo, sympy.oo, -sympy.oo):
         return _UNBOUNDED
+    number = int(value)
     return number if abs(number) < 2**62 else _UNBOUNDED
 
 
-def symbols_attr(range_constraints: dict) -> ir.DictAttr:
-    """`{s0 = [2, 64]}` from torch's {sympy symbol: ValueRanges}."""
+def free_symbols(metas) -> set[str]:
+    """The shape symbols the arguments' sizes mention."""
+    names = set()
+    for meta in metas:
+        sizes = meta.shape if isinstance(meta, torch.Tensor) else [meta]
+        for size in sizes:
+            if isinstance(size, torch.SymInt):
+                names |= {str(s) for s in size.node.expr.free_symbols}
+    return names
+
+
+def symbols_attr(range_constraints: dict, used: set[str]) -> ir.DictAttr:
+    """`{s0 = [2, 64]}` from torch's {sympy symbol: ValueRanges}, for the
+    symbols in `used` (a ShapeEnv also ranges its internal helpers)."""
     i64 = ir.IntegerType.get_signless(64)
     entries = {}
     for symbol, ranges in sorted(range_constraints.items(), key=lambda kv: str(kv[0])):
-        if not isinstance(symbol, sympy.Symbol):
+        if not isinstance(symbol, sympy.Symbol) or str(symbol) not in used:
             continue
         entries[str(symbol)] = ir.ArrayAttr.get([
             ir.IntegerAttr.get(i64, _bound(ranges.lower)),

@@ -1,5 +1,7 @@
 """Whole models through braze.export and torch.compile, against eager PyTorch."""
 
+import re
+
 import pytest
 import torch
 from models import GPT2, MLP, Heads, MaskedAttention, PreNormBlock, RMSNormSwiGLU
@@ -96,6 +98,25 @@ def test_training_graphs_forward_and_backward(name, monkeypatch):
         torch.testing.assert_close(c, e, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("name", ["prenorm_block", "gpt2"])
+def test_torch_compile_dynamic_serves_three_sizes(name, monkeypatch):
+    from braze.frontend import dynamo
+
+    imported = []
+    real = dynamo.import_graph
+    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
+    torch._dynamo.reset()
+    model = _model(name)
+    compiled = torch.compile(model, backend="braze", dynamic=True)
+    for b, t in [(2, 8), (3, 17), (5, 31)]:
+        x = torch.randint(0, 128, (b, t)) if name == "gpt2" else torch.randn(b, t, 32)
+        with torch.no_grad():
+            assert_close(compiled(x), model(x))
+    assert len(imported) == 1
+    header = str(imported[0].module).splitlines()[0]
+    assert re.fullmatch(r"module attributes \{braze.symbols = \{s\d+ = \[2, -1\], s\d+ = \[2, -1\]\}\} \{", header)
+
+
 @pytest.mark.parametrize("name", ["prenorm_block", "gpt2", "rmsnorm_swiglu"])
 def test_one_capture_serves_three_sizes(name):
     model = _model(name)
@@ -115,8 +136,6 @@ def test_one_capture_serves_three_sizes(name):
 
 
 def test_dynamic_dims_record_symbols_ranges_and_equalities():
-    import re
-
     model = _model("masked_attention")
     batch = torch.export.Dim("batch", min=1, max=8)
     seq = torch.export.Dim("seq", min=2, max=32)
