@@ -27,6 +27,16 @@ def Braze_Dialect : Dialect {
 class Braze_Op<string mnemonic, list<Trait> traits = []>
     : Op<Braze_Dialect, mnemonic, traits>;
 
+// Marks ops that compute each result element from the operand elements at
+// the same (broadcast) position; fusion passes group them.
+def Braze_PointwiseTrait : NativeOpTrait<"PointwiseTrait"> {
+  let cppNamespace = "::braze";
+}
+// Marks reductions: `input`, `dims` and `keepdim` as in BrazeOps.td.
+def Braze_ReductionTrait : NativeOpTrait<"ReductionTrait"> {
+  let cppNamespace = "::braze";
+}
+
 // Element types a braze tensor may hold.
 def Braze_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
 def Braze_IntElement : AnyTypeOf<[I8, I16, I32, I64]>;

@@ -25,7 +25,7 @@ class Braze_InferredOp<string mnemonic, list<Trait> traits = []>
 //===----------------------------------------------------------------------===//
 
 class Braze_UnaryOp<string mnemonic, Type tensorType, string doc>
-    : Braze_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Braze_Op<mnemonic, [Pure, SameOperandsAndResultType, Braze_PointwiseTrait]> {
   let summary = "elementwise " # doc;
   let description = [{
     Applies the function to every element; the result has the operand's type.
@@ -58,7 +58,8 @@ def Braze_RsqrtOp : Braze_UnaryOp<"rsqrt", Braze_FloatTensor,
 def Braze_ErfOp : Braze_UnaryOp<"erf", Braze_FloatTensor, "error function">;
 def Braze_NotOp : Braze_UnaryOp<"not", Braze_BoolTensor, "logical negation">;
 
-def Braze_GeluOp : Braze_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Braze_GeluOp : Braze_Op<"gelu", [Pure, SameOperandsAndResultType,
+                                     Braze_PointwiseTrait]> {
   let summary = "elementwise GELU, exact (erf) or tanh-approximated";
   let description = [{
     `approximate = "none"` (the default) computes `x * 0.5 * (1 + erf(x / sqrt(2)))`;
@@ -78,7 +79,7 @@ def Braze_GeluOp : Braze_Op<"gelu", [Pure, SameOperandsAndResultType]> {
 }
 
 class Braze_BinaryOp<string mnemonic, Type tensorType, string doc>
-    : Braze_InferredOp<mnemonic> {
+    : Braze_InferredOp<mnemonic, [Braze_PointwiseTrait]> {
   let summary = "elementwise " # doc # " with broadcasting";
   let description = [{
     Both operands have the same element type; their shapes broadcast as in
@@ -120,7 +121,7 @@ def Braze_OrOp : Braze_BinaryOp<"or", Braze_BoolTensor, "logical or">;
 def Braze_XorOp : Braze_BinaryOp<"xor", Braze_BoolTensor, "logical exclusive or">;
 
 class Braze_CompareOp<string mnemonic, string doc>
-    : Braze_InferredOp<mnemonic> {
+    : Braze_InferredOp<mnemonic, [Braze_PointwiseTrait]> {
   let summary = "elementwise " # doc # " comparison with broadcasting";
   let description = [{
     Compares two tensors of the same element type, broadcasting their shapes,
@@ -145,7 +146,7 @@ def Braze_LeOp : Braze_CompareOp<"le", "less than or equal">;
 def Braze_GtOp : Braze_CompareOp<"gt", "greater than">;
 def Braze_GeOp : Braze_CompareOp<"ge", "greater than or equal">;
 
-def Braze_WhereOp : Braze_InferredOp<"where"> {
+def Braze_WhereOp : Braze_InferredOp<"where", [Braze_PointwiseTrait]> {
   let summary = "elementwise select with broadcasting";
   let description = [{
     `condition ? true_value : false_value` per element; the three shapes
@@ -164,7 +165,7 @@ def Braze_WhereOp : Braze_InferredOp<"where"> {
   }];
 }
 
-def Braze_CastOp : Braze_Op<"cast", [Pure]> {
+def Braze_CastOp : Braze_Op<"cast", [Pure, Braze_PointwiseTrait]> {
   let summary = "element type conversion";
   let description = [{
     Converts every element to the result's element type with PyTorch's rules:
@@ -188,7 +189,7 @@ def Braze_CastOp : Braze_Op<"cast", [Pure]> {
 
 class Braze_ReductionOp<string mnemonic, Type inputType, Type resultType,
                         string doc>
-    : Braze_InferredOp<mnemonic> {
+    : Braze_InferredOp<mnemonic, [Braze_ReductionTrait]> {
   let summary = doc # " over a list of dims";
   let description = [{
     Reduces the dims listed in `dims` (strictly increasing, each in
@@ -471,6 +472,46 @@ def Braze_ParameterOp : Braze_Op<"parameter", [Pure]> {
   let results = (outs Braze_Tensor:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion groups
+//===----------------------------------------------------------------------===//
+
+def Braze_GroupOp : Braze_Op<"group", [IsolatedFromAbove,
+    RecursiveMemoryEffects, SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "ops fused into one kernel";
+  let description = [{
+    The ops of the body run as one kernel: they share an iteration domain
+    (pointwise ops and the reductions that feed them), so intermediate values
+    stay in registers instead of going through memory. `braze-fuse-pointwise`
+    forms groups; a code generator turns each group into one kernel. The body
+    sees only its block arguments (the group's inputs, in order) and yields
+    the group's results.
+
+    ```mlir
+    %y = braze.group ins(%x) : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+    ^bb0(%a: tensor<?x64xf32>):
+      %m = braze.max %a dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
+      %d = braze.sub %a, %m : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
+      braze.yield %d : tensor<?x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+}
+
+def Braze_YieldOp : Braze_Op<"yield", [Pure, Terminator, HasParent<"GroupOp">]> {
+  let summary = "the results of a fusion group";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ /* nothing */ }]>];
 }
 
 #endif // BRAZE_OPS

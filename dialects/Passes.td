@@ -39,4 +39,60 @@ def BrazeSimplify : Pass<"braze-simplify"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
+  let summary = "Group pointwise ops and reductions into braze.group kernels";
+  let description = [{
+    Vertical fusion: a pointwise op joins the group of the pointwise ops and
+    reductions that produce its operands, so that chains such as softmax,
+    LayerNorm, RMSNorm and GELU-after-bias each become one `braze.group`
+    (one kernel). The rules:
+
+    - fusible ops are pointwise ops (arithmetic, math, comparisons, logic,
+      `where`, `cast`), reductions, and `expand`; splat constants are copied
+      into the groups that use them;
+    - the ops of a group share one iteration domain: their domains (the
+      result shape, or the input shape of a reduction) have one rank and
+      broadcast together;
+    - a reduction's result feeds other ops of its group only with `keepdim`
+      (it then broadcasts back over the domain);
+    - matrix products, layout changes and anything else stay outside (GEMM
+      epilogues are `braze-epilogue-fusion`'s job);
+    - no group may depend on itself through an op outside it;
+    - `recompute-limit` > 0 lets a pointwise op whose result several groups
+      read be recomputed in up to that many groups, instead of being written
+      to memory and read back.
+
+    ```mlir
+    %m = braze.max %x dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
+    %d = braze.sub %x, %m : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
+    %e = braze.exp %d : tensor<?x64xf32>
+    ```
+    becomes
+    ```mlir
+    %e = braze.group ins(%x) : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+    ^bb0(%a: tensor<?x64xf32>):
+      %m = braze.max %a dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
+      %d = braze.sub %a, %m : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
+      %e = braze.exp %d : tensor<?x64xf32>
+      braze.yield %e : tensor<?x64xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::braze::BrazeDialect"];
+  let options = [
+    Option<"recomputeLimit", "recompute-limit", "int64_t", "0",
+           "Most groups a shared pointwise op may be recomputed in (0: none)">,
+  ];
+  let statistics = [
+    Statistic<"numGroups", "groups", "Fusion groups formed">,
+    Statistic<"numFusedOps", "fused-ops", "Ops moved into fusion groups">,
+    Statistic<"numRecomputed", "recomputed-ops",
+              "Pointwise ops copied into an extra group">,
+  ];
+}
+
 #endif // BRAZE_PASSES

@@ -658,6 +658,33 @@ LogicalResult ParameterOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Fusion groups
+//===----------------------------------------------------------------------===//
+
+LogicalResult GroupOp::verify() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("has ")
+           << getInputs().size() << " input(s) but its body takes "
+           << body.getNumArguments() << " argument(s)";
+  for (auto [number, pair] :
+       llvm::enumerate(llvm::zip_equal(getInputs(), body.getArguments()))) {
+    auto [input, argument] = pair;
+    if (input.getType() != argument.getType())
+      return emitOpError("input #")
+             << number << " has type " << input.getType()
+             << " but body argument #" << number << " has type "
+             << argument.getType();
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ")
+           << yield.getValues().getTypes() << " but its results are "
+           << getResultTypes();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Refinement: every inferred op accepts a result that is more static than
 // what inference gives.
 //===----------------------------------------------------------------------===//

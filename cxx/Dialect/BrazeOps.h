@@ -11,6 +11,17 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace braze {
+/// Ops that compute each result element from the operand elements at the same
+/// (broadcast) position.
+template <typename ConcreteType>
+class PointwiseTrait
+    : public mlir::OpTrait::TraitBase<ConcreteType, PointwiseTrait> {};
+
+/// Reductions over the `dims` of their `input`, keeping them with `keepdim`.
+template <typename ConcreteType>
+class ReductionTrait
+    : public mlir::OpTrait::TraitBase<ConcreteType, ReductionTrait> {};
+
 /// True when every type in `actual` equals the one in `inferred`, except that
 /// a dim inferred dynamic may be static in `actual` (a frontend may know it).
 bool isRefinementOf(mlir::TypeRange inferred, mlir::TypeRange actual);

@@ -3,6 +3,7 @@
 #ifndef BRAZE_TRANSFORMS_PASSES_H
 #define BRAZE_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace braze {

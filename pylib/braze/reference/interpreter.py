@@ -147,19 +147,24 @@ class Interpreter:
         return self.run_function(func, arguments)
 
     def run_function(self, func, arguments: list) -> list:
-        blocks = func.regions[0].blocks
+        return self.run_region(func, arguments, "func.return")
+
+    def run_region(self, op, arguments: list, terminator: str) -> list:
+        """Runs the single-block region of `op` (a function or a braze.group)
+        and returns the operands of its terminator."""
+        blocks = op.regions[0].blocks
         if len(blocks) != 1:
-            raise op_error(func, "has several blocks; the reference interpreter runs one block")
+            raise op_error(op, "has several blocks; the reference interpreter runs one block")
         block = blocks[0]
         # ir.Value hashes and compares by the underlying SSA value.
         values: dict[ir.Value, Any] = dict(zip(block.arguments, arguments))
-        for op in block.operations:
-            name = op.operation.name
-            operands = [values[operand] for operand in op.operation.operands]
-            if name == "func.return":
+        for inner in block.operations:
+            name = inner.operation.name
+            operands = [values[operand] for operand in inner.operation.operands]
+            if name == terminator:
                 return operands
-            values.update(zip(op.operation.results, self._run_op(op, operands)))
-        raise op_error(func, "ends without func.return")
+            values.update(zip(inner.operation.results, self._run_op(inner, operands)))
+        raise op_error(op, f"ends without {terminator}")
 
     def _run_op(self, op, operands: list) -> list:
         name = op.operation.name

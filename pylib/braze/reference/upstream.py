@@ -1,5 +1,6 @@
-"""Upstream ops that captured programs contain: calls, `tensor.dim`, and
-`arith` integer arithmetic on `index` (and iN) scalars held as Python ints."""
+"""Ops with regions or callees (`func.call`, `braze.group`) and the upstream
+ops captured programs contain: `tensor.dim` and `arith` integer arithmetic on
+`index` (and iN) scalars held as Python ints."""
 
 from __future__ import annotations
 
@@ -78,3 +79,9 @@ def tensor_dim(op, operands, interpreter):
 def call(op, operands, interpreter):
     callee = op.attributes["callee"].value
     return interpreter.call(callee, operands, caller=op)
+
+
+@handles("braze.group")
+def group(op, operands, interpreter):
+    # A fusion group computes exactly what its body's ops compute.
+    return interpreter.run_region(op, operands, "braze.yield")

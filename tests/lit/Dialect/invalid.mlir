@@ -434,3 +434,40 @@ func.func @iota_rank() {
   %0 = braze.iota start 0.0 step 1.0 : tensor<2x2xi64>
   return
 }
+
+// -----
+
+// Tests that a group's body arguments match its inputs.
+func.func @group_arguments(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'braze.group' op input #0 has type 'tensor<4xf32>' but body argument #0 has type 'tensor<5xf32>'}}
+  %0 = braze.group ins(%x) : (tensor<4xf32>) -> tensor<5xf32> {
+  ^bb0(%a: tensor<5xf32>):
+    braze.yield %a : tensor<5xf32>
+  }
+  return
+}
+
+// -----
+
+// Tests that a group yields its result types.
+func.func @group_yield(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'braze.group' op yields 'tensor<4xf32>' but its results are 'tensor<4xf16>'}}
+  %0 = braze.group ins(%x) : (tensor<4xf32>) -> tensor<4xf16> {
+  ^bb0(%a: tensor<4xf32>):
+    braze.yield %a : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+// Tests that a group body cannot capture values from outside.
+func.func @group_capture(%x: tensor<4xf32>) {
+  // expected-note @+1 {{required by region isolation constraints}}
+  %0 = braze.group ins() : () -> tensor<4xf32> {
+    // expected-error @+1 {{using value defined outside the region}}
+    %n = braze.neg %x : tensor<4xf32>
+    braze.yield %n : tensor<4xf32>
+  }
+  return
+}

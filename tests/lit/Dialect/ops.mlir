@@ -181,3 +181,19 @@ func.func @constants_and_parameters(%n: index) {
   %2 = braze.parameter "fc1.weight" : tensor<4096x1024xf32>
   return
 }
+
+// CHECK-LABEL: func.func @group
+func.func @group(%x: tensor<?x64xf32>, %w: tensor<64xf32>) -> (tensor<?x64xf32>, tensor<?x1xf32>) {
+  // CHECK: %{{.*}}:2 = braze.group ins(%{{.*}}, %{{.*}}) : (tensor<?x64xf32>, tensor<64xf32>) -> (tensor<?x64xf32>, tensor<?x1xf32>) {
+  // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<?x64xf32>, %[[B:.*]]: tensor<64xf32>):
+  // CHECK-NEXT: %[[M:.*]] = braze.mul %[[A]], %[[B]]
+  // CHECK-NEXT: %[[S:.*]] = braze.sum %[[M]] dims [1] keepdim
+  // CHECK-NEXT: braze.yield %[[M]], %[[S]] : tensor<?x64xf32>, tensor<?x1xf32>
+  %r:2 = braze.group ins(%x, %w) : (tensor<?x64xf32>, tensor<64xf32>) -> (tensor<?x64xf32>, tensor<?x1xf32>) {
+  ^bb0(%a: tensor<?x64xf32>, %b: tensor<64xf32>):
+    %m = braze.mul %a, %b : tensor<?x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
+    %s = braze.sum %m dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
+    braze.yield %m, %s : tensor<?x64xf32>, tensor<?x1xf32>
+  }
+  return %r#0, %r#1 : tensor<?x64xf32>, tensor<?x1xf32>
+}
