@@ -58,7 +58,8 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
       result shape, or the input shape of a reduction) have one rank and
       broadcast together;
     - a reduction's result feeds other ops of its group only with `keepdim`
-      (it then broadcasts back over the domain);
+      (it then broadcasts back over the domain), and all reductions of a
+      group reduce the same dims (a kernel has one set of reduction loops);
     - matrix products, layout changes and anything else stay outside (GEMM
       epilogues are `braze-epilogue-fusion`'s job);
     - no group may depend on itself through an op outside it;

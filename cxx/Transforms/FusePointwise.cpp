@@ -67,6 +67,14 @@ std::optional<SmallVector<int64_t>> mergeDomains(ArrayRef<int64_t> a,
   return merged;
 }
 
+/// The dims a reduction reduces; empty for other ops.
+SmallVector<int64_t> reducedDims(Operation *op) {
+  if (!isReduction(op))
+    return {};
+  return SmallVector<int64_t>(
+      cast<DenseI64ArrayAttr>(op->getInherentAttr("dims").value()).asArrayRef());
+}
+
 /// The fusion groups of one block, built by merging producers into
 /// consumers in program order.
 class Grouping {
@@ -79,6 +87,7 @@ public:
         continue;
       groups.insert(&op);
       domains[&op] = SmallVector<int64_t>(domainOf(&op));
+      reductions[&op] = reducedDims(&op);
       for (Value operand : op.getOperands()) {
         Operation *producer = operand.getDefiningOp();
         if (!producer || producer->getBlock() != &block ||
@@ -117,13 +126,25 @@ private:
                               << *consumer << "\n");
       return;
     }
+    ArrayRef<int64_t> producerDims = reductions[producerLeader];
+    ArrayRef<int64_t> consumerDims = reductions[consumerLeader];
+    if (!producerDims.empty() && !consumerDims.empty() &&
+        producerDims != consumerDims) {
+      LLVM_DEBUG(llvm::dbgs() << "reduce different dims: " << *producer
+                              << " / " << *consumer << "\n");
+      return; // one kernel loops over one set of reduction dims
+    }
     if (joinedThroughOutsideOp(producerLeader, consumerLeader)) {
       LLVM_DEBUG(llvm::dbgs() << "would close a cycle: " << *producer
                               << " / " << *consumer << "\n");
       return;
     }
+    SmallVector<int64_t> dims(producerDims.empty() ? consumerDims
+                                                   : producerDims);
     groups.unionSets(producer, consumer);
-    domains[groups.getLeaderValue(producer)] = std::move(*domain);
+    Operation *leader = groups.getLeaderValue(producer);
+    domains[leader] = std::move(*domain);
+    reductions[leader] = std::move(dims);
   }
 
   bool inGroup(Operation *op, Operation *leader) const {
@@ -164,6 +185,7 @@ private:
   Block &block;
   llvm::EquivalenceClasses<Operation *> groups;
   DenseMap<Operation *, SmallVector<int64_t>> domains;
+  DenseMap<Operation *, SmallVector<int64_t>> reductions;
 };
 
 /// A group about to become a braze.group: the ops it takes over and the

@@ -116,6 +116,24 @@ func.func @reduction_without_keepdim(%x: tensor<4x8xf32>) -> tensor<4xf32> {
 
 // -----
 
+// Tests that reductions over different dims end up in different groups.
+// CHECK-LABEL: func.func @different_reduction_dims
+// CHECK: %[[G:.*]] = braze.group
+// CHECK: braze.sum %{{.*}} dims [0] keepdim
+// CHECK: braze.neg
+// CHECK: braze.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: braze.sum %[[G]] dims [1] keepdim
+func.func @different_reduction_dims(%x: tensor<4x8xf32>) -> tensor<1x1xf32> {
+  %e = braze.exp %x : tensor<4x8xf32>
+  %c = braze.sum %e dims [0] keepdim : tensor<4x8xf32> -> tensor<1x8xf32>
+  %n = braze.neg %c : tensor<1x8xf32>
+  %r = braze.sum %n dims [1] keepdim : tensor<1x8xf32> -> tensor<1x1xf32>
+  return %r : tensor<1x1xf32>
+}
+
+// -----
+
 // Tests that ops of different domains stay apart, and a lone op is no group.
 // CHECK-LABEL: func.func @different_domains
 // CHECK-NOT: braze.group
