@@ -51,7 +51,7 @@ def reshape(op, operands, interpreter):
 @handles("braze.permute")
 def permute(op, operands, interpreter):
     (input_,) = operands
-    return [input_.permute(*op.permutation)]
+    return [input_.permute(list(op.permutation))]
 
 
 @handles("braze.expand")

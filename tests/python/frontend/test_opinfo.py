@@ -12,7 +12,7 @@ pytest.importorskip("expecttest", reason="OpInfo's database needs expecttest")
 
 INFOS = opinfos()
 SAMPLES_PER_DTYPE = 2
-DTYPES = (torch.float32, torch.int64, torch.bool)
+DTYPES = (torch.float32, torch.int64, torch.bool, torch.bfloat16)
 
 
 @pytest.mark.parametrize("name", sorted(INFOS))

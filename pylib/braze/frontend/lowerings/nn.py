@@ -9,6 +9,7 @@ from mlir import ir
 from braze.dialects import braze as bz
 from braze.frontend.builder import dtype_of, shape_of
 from braze.frontend.lowerings import lowers
+from braze.frontend.types import element_type
 
 aten = torch.ops.aten
 
@@ -45,7 +46,7 @@ def native_layer_norm(b, x, normalized_shape, weight, bias, eps):
     rank = len(shape_of(x))
     dims = list(range(rank - len(normalized_shape), rank))
     xc = b.cast(x, dtype)
-    stats_type = b.out_type(1)
+    stats_type = ir.RankedTensorType.get(b.out_type(1).shape, element_type(dtype))
     mean = bz.MeanOp(xc, dims, keepdim=True, results=[stats_type]).result
     centered = bz.SubOp(xc, mean).result
     variance = bz.MeanOp(bz.MulOp(centered, centered).result, dims, keepdim=True,
