@@ -56,3 +56,12 @@ def test_ops_doc_lists_exactly_the_lowered_ops():
     lowered = set(supported_targets())
     assert not lowered - documented, f"add to docs/ops.md: {sorted(lowered - documented)}"
     assert not documented - lowered, f"not lowered, remove from docs/ops.md: {sorted(documented - lowered)}"
+
+
+def test_main_job_runs_and_matches_eager():
+    import subprocess
+
+    run = subprocess.run([sys.executable, "-m", "braze"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "braze.group ins(" in run.stdout and "braze.addmm" in run.stdout
+    assert run.stdout.rstrip().endswith("matches eager PyTorch")
