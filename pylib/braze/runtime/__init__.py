@@ -1,0 +1,1 @@
+"""The runtime: compiled-code caching and execution, communication."""
