@@ -1,0 +1,1 @@
+"""braze runtime: native libraries wrapped with Cython (no MLIR needed here)."""
