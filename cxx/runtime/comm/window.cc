@@ -173,17 +173,17 @@ class Window {
       for (int fd : clients_) fds.push_back({fd, POLLIN, 0});
       if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) return;
       if (fds[0].revents) return;
-      if (fds[1].revents & POLLIN) {
-        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd >= 0) {
-          SetNoDelay(fd);
-          clients_.push_back(fd);
-        }
-      }
       std::vector<int> alive;
       for (size_t k = 2; k < fds.size(); ++k) {
         if (!fds[k].revents || Answer(fds[k].fd)) alive.push_back(fds[k].fd);
         else close(fds[k].fd);
+      }
+      if (fds[1].revents & POLLIN) {
+        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd >= 0) {
+          SetNoDelay(fd);
+          alive.push_back(fd);
+        }
       }
       clients_.swap(alive);
     }
