@@ -44,6 +44,10 @@ braze_status_t braze_comm_enqueue(braze_comm_t* comm, const braze_op_desc_t* op,
   return nullptr;
 }
 
+braze_status_t braze_comm_run(braze_comm_t* comm, const braze_op_desc_t* op) {
+  return ToC(comm->comm->RunSync(*op));
+}
+
 braze_status_t braze_work_wait(braze_work_t* handle, double timeout) {
   Work& work = *handle->work;
   std::unique_lock<std::mutex> lock(work.mu);

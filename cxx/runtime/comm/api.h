@@ -154,6 +154,9 @@ const char* braze_comm_backend(braze_comm_t* comm);
 /* Validates the descriptor and queues the op; returns a work handle. */
 braze_status_t braze_comm_enqueue(braze_comm_t* comm, const braze_op_desc_t* op,
                                   braze_work_t** out);
+/* Runs the op to completion (on the calling thread when nothing is queued,
+ * which saves two thread hand-offs for small ops). */
+braze_status_t braze_comm_run(braze_comm_t* comm, const braze_op_desc_t* op);
 /* Waits up to timeout seconds (< 0: until the op finishes or fails). Returns
  * the op's own status, or BRAZE_TIMEOUT if the wait itself ran out. */
 braze_status_t braze_work_wait(braze_work_t* work, double timeout);

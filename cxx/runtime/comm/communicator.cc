@@ -51,6 +51,7 @@ Communicator::~Communicator() {
     if (transport_) transport_->Abort();
   }
   cv_.notify_all();
+  watchdog_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
   if (watchdog_.joinable()) watchdog_.join();
   for (auto& work : queue_) Finish(work, Error(BRAZE_ABORTED, work->ctx.label + ": communicator destroyed"));
@@ -108,6 +109,19 @@ Status Communicator::Validate(const braze_op_desc_t& d) const {
 }
 
 Status Communicator::Enqueue(const braze_op_desc_t& desc, std::shared_ptr<Work>* out) {
+  std::shared_ptr<Work> work;
+  BRAZE_RETURN_IF_ERROR(Prepare(desc, &work));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(work);
+  }
+  cv_.notify_all();
+  *out = work;
+  return Status::Ok();
+}
+
+// Validates, numbers and records an op and runs the pre hooks.
+Status Communicator::Prepare(const braze_op_desc_t& desc, std::shared_ptr<Work>* out) {
   const char* name = braze_op_name(desc.op);
   BRAZE_RETURN_IF_ERROR(Validate(desc));
   auto work = std::make_shared<Work>();
@@ -115,6 +129,7 @@ Status Communicator::Enqueue(const braze_op_desc_t& desc, std::shared_ptr<Work>*
   ctx.desc = desc;
   ctx.desc.stack = nullptr;
   ctx.timeout = desc.timeout > 0 ? desc.timeout : timeout_;
+  ctx.deadline = DeadlineAfter(ctx.timeout);  // reset when the op starts
   if (desc.op == BRAZE_OP_ALL_TO_ALL) {
     for (auto [splits, count, vec] : {std::make_tuple(desc.in_splits, desc.in_count, &ctx.in_splits),
                                       std::make_tuple(desc.out_splits, desc.out_count, &ctx.out_splits)}) {
@@ -143,11 +158,6 @@ Status Communicator::Enqueue(const braze_op_desc_t& desc, std::shared_ptr<Work>*
     work->flight_id = recorder_->Record(std::move(entry));
   }
   RunHooks(BRAZE_HOOK_PRE, InfoOf(*work, 0, Status::Ok()));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(work);
-  }
-  cv_.notify_all();
   *out = work;
   return Status::Ok();
 }
@@ -169,52 +179,88 @@ braze_op_info_t Communicator::InfoOf(const Work& work, double duration, const St
 void Communicator::WorkerLoop() {
   for (;;) {
     std::shared_ptr<Work> work;
-    Transport* transport = nullptr;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      // running_ may be an op executed inline by RunSync; wait for it.
+      cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !running_); });
       if (stopping_) return;
       work = queue_.front();
       queue_.pop_front();
       running_ = work;
-      transport = transport_.get();
-      work->started = Clock::now();
-      work->ctx.deadline = DeadlineAfter(work->ctx.timeout);
     }
-    recorder_->MarkStarted(work->flight_id);
-    Status status = aborted_.load() ? Error(BRAZE_ABORTED, work->ctx.label + ": communicator aborted (" + abort_reason_ + ")")
-                                    : transport->Run(work->ctx);
-    bool fired;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      fired = watchdog_fired_;
-      if (fired && status.code == BRAZE_ABORTED)
-        status = Error(BRAZE_TIMEOUT, work->ctx.label + " timed out after " + std::to_string(work->ctx.timeout) +
-                                          " s (watchdog); ranks " + FormatRanks(watchdog_missing_) +
-                                          " had not arrived", watchdog_missing_);
-    }
-    // A timeout or a lost peer leaves the transport mid-protocol: nothing
-    // after it can be trusted until the group is rebuilt.
-    if (status.code == BRAZE_TIMEOUT || status.code == BRAZE_RANK_FAILED || status.code == BRAZE_INTERNAL ||
-        status.code == BRAZE_UNAVAILABLE) {
-      double duration = std::chrono::duration<double>(Clock::now() - work->started).count();
-      braze_op_info_t info = InfoOf(*work, duration, status);
-      recorder_->MarkFinished(work->flight_id, status.message);
-      EnterAborted(status.message, &info, status.missing_ranks);
-    }
-    Finish(work, std::move(status));
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      running_.reset();
-    }
-    idle_cv_.notify_all();
+    Execute(work);
   }
+}
+
+Status Communicator::RunSync(const braze_op_desc_t& desc) {
+  std::shared_ptr<Work> work;
+  BRAZE_RETURN_IF_ERROR(Prepare(desc, &work));
+  bool inline_run = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Nothing queued or running: run on this thread and skip two thread
+    // hand-offs, which dominate the latency of small ops.
+    if (queue_.empty() && !running_ && !stopping_) {
+      running_ = work;
+      inline_run = true;
+    } else {
+      queue_.push_back(work);
+    }
+  }
+  if (inline_run) {
+    Execute(work);
+  } else {
+    cv_.notify_all();
+  }
+  std::unique_lock<std::mutex> lock(work->mu);
+  work->cv.wait(lock, [&] { return work->done; });
+  return work->status;
+}
+
+// Runs one op whose running_ slot the caller has claimed.
+void Communicator::Execute(const std::shared_ptr<Work>& work) {
+  Transport* transport = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    transport = transport_.get();
+    work->started = Clock::now();
+    work->ctx.deadline = DeadlineAfter(work->ctx.timeout);
+  }
+  recorder_->MarkStarted(work->flight_id);
+  Status status = aborted_.load() || !transport
+                      ? Error(BRAZE_ABORTED, work->ctx.label + ": communicator aborted (" + abort_reason_ + ")")
+                      : transport->Run(work->ctx);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (watchdog_fired_ && status.code == BRAZE_ABORTED)
+      status = Error(BRAZE_TIMEOUT, work->ctx.label + " timed out after " + std::to_string(work->ctx.timeout) +
+                                        " s (watchdog); ranks " + FormatRanks(watchdog_missing_) +
+                                        " had not arrived", watchdog_missing_);
+  }
+  // A timeout or a lost peer leaves the transport mid-protocol: nothing
+  // after it can be trusted until the group is rebuilt.
+  if (status.code == BRAZE_TIMEOUT || status.code == BRAZE_RANK_FAILED || status.code == BRAZE_INTERNAL ||
+      status.code == BRAZE_UNAVAILABLE) {
+    double duration = std::chrono::duration<double>(Clock::now() - work->started).count();
+    braze_op_info_t info = InfoOf(*work, duration, status);
+    recorder_->MarkFinished(work->flight_id, status.message);
+    EnterAborted(status.message, &info, status.missing_ranks);
+  }
+  Finish(work, std::move(status));
+  bool queued;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.reset();
+    queued = !queue_.empty();
+  }
+  idle_cv_.notify_all();
+  if (queued) cv_.notify_all();  // queued work waited for this op
 }
 
 void Communicator::WatchdogLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(50));
+    watchdog_cv_.wait_for(lock, std::chrono::milliseconds(50));
     if (!running_ || watchdog_fired_ || !transport_) continue;
     auto limit = running_->ctx.deadline + std::chrono::milliseconds((int64_t)(kWatchdogGraceSeconds * 1000));
     if (Clock::now() < limit) continue;

@@ -31,6 +31,8 @@ class Communicator {
   ~Communicator();
 
   Status Enqueue(const braze_op_desc_t& desc, std::shared_ptr<Work>* out);
+  // Runs an op to completion, on the calling thread when nothing is queued.
+  Status RunSync(const braze_op_desc_t& desc);
   int64_t AddHook(braze_hook_kind_t kind, braze_hook_fn_t fn, void* user);
   void* RemoveHook(int64_t handle);
   void Abort(const std::string& reason);
@@ -52,6 +54,8 @@ class Communicator {
  private:
   Communicator() = default;
   Status Validate(const braze_op_desc_t& desc) const;
+  Status Prepare(const braze_op_desc_t& desc, std::shared_ptr<Work>* out);
+  void Execute(const std::shared_ptr<Work>& work);
   void WorkerLoop();
   void WatchdogLoop();
   void Finish(const std::shared_ptr<Work>& work, Status status);
@@ -69,7 +73,7 @@ class Communicator {
   std::unique_ptr<FlightRecorder> recorder_;
 
   std::mutex mu_;  // guards everything below and the transport pointer swap
-  std::condition_variable cv_, idle_cv_;
+  std::condition_variable cv_, idle_cv_, watchdog_cv_;
   std::deque<std::shared_ptr<Work>> queue_;
   std::shared_ptr<Work> running_;
   bool stopping_ = false;

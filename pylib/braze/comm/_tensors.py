@@ -14,7 +14,7 @@ DTYPE_CODES = {name: code for code, name in enumerate(DTYPES)}
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8}
 
 
-@dataclass
+@dataclass(slots=True)
 class Buffer:
     obj: object  # kept alive while an op uses it
     address: int
@@ -30,8 +30,19 @@ def _is_torch(obj) -> bool:
     return type(obj).__module__.startswith("torch")
 
 
+# numpy's dtype.num per supported dtype (int64 has two spellings on Linux).
+_NP_BY_NUM = {np.dtype(code).num: name for code, name in
+              (("float32", "float32"), ("float16", "float16"), ("int32", "int32"), ("int64", "int64"),
+               ("q", "int64"), ("l", "int64"), ("i", "int32"))}
+
+
 def as_buffer(obj, what: str, writable: bool = False) -> Buffer:
     """Describes `obj`; raises CommInvalidArgument for anything unsupported."""
+    if type(obj) is np.ndarray:  # the fast path small ops live on
+        dtype = _NP_BY_NUM.get(obj.dtype.num)
+        flags = obj.flags
+        if dtype is not None and flags.c_contiguous and (flags.writeable or not writable):
+            return Buffer(obj, obj.ctypes.data, obj.size, dtype)
     if isinstance(obj, np.ndarray):
         dtype = obj.dtype.name
         if dtype not in DTYPE_CODES:

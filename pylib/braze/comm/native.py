@@ -77,11 +77,8 @@ class NativeComm(Comm):
             src.address if src else 0, in_count, dst.address if dst else 0, out_count,
             in_splits.ctypes.data if in_splits is not None else 0,
             out_splits.ctypes.data if out_splits is not None else 0,
-            0.0, stack, keepalive)
-        if async_op:
-            return NativeWork(work)
-        work.wait()
-        return None
+            0.0, stack, keepalive, async_op)
+        return NativeWork(work) if async_op else None
 
     def all_reduce(self, t, op="sum", async_op=False):
         buf = _tensors.as_buffer(t, "all_reduce", writable=True)

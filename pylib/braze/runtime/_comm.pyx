@@ -168,7 +168,9 @@ cdef class NativeComm:
 
     def enqueue(self, str op, int dtype, int reduce_op, int peer, size_t in_ptr, uint64_t in_count,
                 size_t out_ptr, uint64_t out_count, size_t in_splits_ptr, size_t out_splits_ptr,
-                double timeout, object stack, object keepalive):
+                double timeout, object stack, object keepalive, bint async_op):
+        """Queues the op and returns a NativeWork, or (async_op False) runs it
+        to completion and returns None."""
         cdef capi.braze_op_desc_t d
         cdef bytes stack_bytes = stack.encode() if stack else b""
         d.op = <capi.braze_op_kind_t><int>OP_CODES[op]
@@ -185,6 +187,12 @@ cdef class NativeComm:
         d.stack = NULL
         if stack:
             d.stack = <const char*>stack_bytes
+        cdef capi.braze_status_t st
+        if not async_op:
+            with nogil:
+                st = capi.braze_comm_run(self.handle, &d)
+            _check(st)
+            return None
         cdef NativeWork w = NativeWork.__new__(NativeWork)
         _check(capi.braze_comm_enqueue(self.handle, &d, &w.handle))
         w.keepalive = keepalive

@@ -81,6 +81,7 @@ cdef extern from "api.h" nogil:
     int32_t braze_comm_rank(braze_comm_t* comm)
     int32_t braze_comm_world_size(braze_comm_t* comm)
     braze_status_t braze_comm_enqueue(braze_comm_t* comm, const braze_op_desc_t* op, braze_work_t** out)
+    braze_status_t braze_comm_run(braze_comm_t* comm, const braze_op_desc_t* op)
     braze_status_t braze_work_wait(braze_work_t* work, double timeout)
     int braze_work_is_completed(braze_work_t* work)
     braze_status_t braze_work_status(braze_work_t* work)

@@ -39,7 +39,9 @@ def analyze(dumps):
     world = max(d["world_size"] for d in dumps.values())
     findings = []
     absent = [r for r in range(world) if r not in dumps]
-    reported_missing = sorted({r for d in dumps.values() for r in d.get("missing_ranks", [])})
+    # A rank that dumped was alive to do so: when survivors blame each other
+    # (one aborted and closed its sockets first) only the silent ones count.
+    reported_missing = sorted({r for d in dumps.values() for r in d.get("missing_ranks", [])} - set(dumps))
     # seq -> rank -> entry, collectives only (p2p ids are per pair).
     by_seq = collections.defaultdict(dict)
     first_seq = {}
