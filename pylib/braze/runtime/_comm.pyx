@@ -138,11 +138,15 @@ cdef class NativeWork:
 cdef class NativeComm:
     cdef capi.braze_comm_t* handle
     cdef dict hooks
+    # Async works not yet seen completed: they hold the buffers the runtime
+    # is reading and writing, even when the caller drops its Work handle.
+    cdef list inflight
     cdef readonly NativeStore store
 
     def __cinit__(self, str backend, int rank, int world_size, NativeStore store, double timeout,
                   str group="braze", size_t flight_recorder_size=2048, str dump_dir=""):
         self.hooks = {}
+        self.inflight = []
         self.store = store
         cdef bytes b = backend.encode(), g = group.encode(), d = dump_dir.encode()
         cdef capi.braze_comm_options_t o
@@ -196,6 +200,8 @@ cdef class NativeComm:
         cdef NativeWork w = NativeWork.__new__(NativeWork)
         _check(capi.braze_comm_enqueue(self.handle, &d, &w.handle))
         w.keepalive = keepalive
+        self.inflight = [x for x in self.inflight if not x.is_completed()]
+        self.inflight.append(w)
         return w
 
     def add_hook(self, int kind, fn):
@@ -241,8 +247,9 @@ cdef class NativeComm:
         self.handle = NULL
         if h != NULL:
             with nogil:
-                capi.braze_comm_release(h)
+                capi.braze_comm_release(h)  # finishes or fails every op first
         self.hooks.clear()
+        self.inflight.clear()
 
     def __dealloc__(self):
         if self.handle != NULL:

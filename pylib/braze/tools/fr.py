@@ -39,9 +39,15 @@ def analyze(dumps):
     world = max(d["world_size"] for d in dumps.values())
     findings = []
     absent = [r for r in range(world) if r not in dumps]
-    # A rank that dumped was alive to do so: when survivors blame each other
-    # (one aborted and closed its sockets first) only the silent ones count.
-    reported_missing = sorted({r for d in dumps.values() for r in d.get("missing_ranks", [])} - set(dumps))
+    # Whom the dumps blame. When survivors blame each other (one aborted and
+    # closed its sockets first), a rank that left no dump is the one; when
+    # every rank dumped (a dying rank can still write one), the majority wins.
+    votes = collections.Counter(r for d in dumps.values() for r in set(d.get("missing_ranks", [])))
+    if absent:
+        reported_missing = sorted(set(votes) - set(dumps))
+    else:
+        top = max(votes.values(), default=0)
+        reported_missing = sorted(r for r, v in votes.items() if v == top and top > 0)
     # seq -> rank -> entry, collectives only (p2p ids are per pair).
     by_seq = collections.defaultdict(dict)
     first_seq = {}

@@ -37,3 +37,8 @@ def test_hooks_fire_in_order(backend):
 def test_bad_input_gives_clear_errors(backend, world):
     for rank, seen in run_group(workers.bad_inputs, world, backend).items():
         assert all(seen), f"rank {rank}: {seen}"
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_dropped_async_work_keeps_buffers_alive(backend):
+    assert all(run_group(workers.dropped_work_handle, 2, backend).values())

@@ -285,3 +285,14 @@ def diverge(comm, rank, world, dump_dir):
         comm.flight_recorder_dump(os.path.join(dump_dir, f"braze_fr_g0_rank{rank}.json"))
         return str(exc)
     return "no error"
+
+
+def dropped_work_handle(comm, rank, world):
+    """Fire-and-forget: the runtime keeps the buffers of a dropped Work alive."""
+    import gc
+
+    comm.all_reduce(np.ones(2_000_000, np.float32), async_op=True)
+    gc.collect()
+    t = np.ones(5, np.float32)
+    comm.all_reduce(t)
+    return bool(np.all(t == world))

@@ -1,0 +1,144 @@
+"""Communication benchmarks (nccl-tests style), all in one run:
+
+    python benchmarks/comm/run.py [--quick] [--results benchmarks/RESULTS.md]
+
+Bus bandwidth and latency of all_reduce, all_gather and reduce_scatter from
+4 KB to 64 MB with 2 and 4 ranks over braze shm, braze tcp, torch Gloo and
+MPI; recovery time after a rank's death (braze shm/tcp vs Gloo). Writes
+benchmarks/comm/results.json and the "## Communication" section of the
+results file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import collectives  # noqa: E402
+import recovery  # noqa: E402
+
+from braze.comm.launch import spawn_group  # noqa: E402
+
+
+def sweep(backend, world, sizes):
+    return spawn_group(collectives.measure, world, backend, args=(sizes,), deadline=900, timeout=120.0)[0]
+
+
+def sweep_mpi(world, sizes):
+    if not shutil.which("mpirun"):
+        return None, "mpirun not found (apt-get install openmpi-bin libopenmpi-dev; pip install mpi4py)"
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None, "mpi4py not installed"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    out = subprocess.run(["mpirun", "--oversubscribe", "-np", str(world), sys.executable,
+                          os.path.join(HERE, "mpi_bench.py")], capture_output=True, text=True, env=env, timeout=900)
+    for line in out.stdout.splitlines():
+        if line.startswith("BENCH-JSON "):
+            rows = json.loads(line.split(" ", 1)[1])
+            return [r for r in rows if r["bytes"] in sizes], None
+    return None, f"mpirun failed: {out.stderr[-500:]}"
+
+
+def measure_recovery(backend, repeats):
+    import braze.comm as bc
+
+    runs = []
+    for _ in range(repeats):
+        port_holder = bc.TCPStore("127.0.0.1", 0, True)
+        res = spawn_group(recovery.fault_and_recover, 3, backend, args=(port_holder.port,), deadline=120,
+                          timeout=5.0, expect_dead=(recovery.VICTIM,))
+        runs.extend(res.values())
+    return {"detect_ms": min(r["detect_ms"] for r in runs), "recover_ms": min(r["recover_ms"] for r in runs),
+            "detect_ms_median": sorted(r["detect_ms"] for r in runs)[len(runs) // 2],
+            "recover_ms_median": sorted(r["recover_ms"] for r in runs)[len(runs) // 2]}
+
+
+def fmt_size(n):
+    return f"{n >> 20} MB" if n >= 1 << 20 else f"{n >> 10} KB"
+
+
+def markdown(results, command):
+    lines = ["## Communication", "",
+             f"Measured {results['date']} on {results['machine']} (loopback, CPU tensors, float32). Command:", "",
+             f"    {command}", "",
+             "Bus bandwidth (GB/s, nccl-tests definition) / time per op (µs), slowest rank:", ""]
+    backends = [b for b in ("shm", "tcp", "gloo", "mpi") if any(k.startswith(b + "/") for k in results["sweeps"])]
+    for world in (2, 4):
+        for op in collectives.OPS:
+            lines.append(f"**{op}, {world} ranks**")
+            lines.append("")
+            lines.append("| size | " + " | ".join(f"braze {b}" if b in ("shm", "tcp") else b for b in backends) + " |")
+            lines.append("| --- |" + " --- |" * len(backends))
+            for size in results["sizes"]:
+                cells = []
+                for b in backends:
+                    rows = results["sweeps"].get(f"{b}/{world}") or []
+                    row = next((r for r in rows if r["op"] == op and r["bytes"] == size), None)
+                    cells.append(f"{row['busbw']:.2f} / {row['time_us']:.1f}" if row else "n/a")
+                lines.append(f"| {fmt_size(size)} | " + " | ".join(cells) + " |")
+            lines.append("")
+    for note in results.get("notes", []):
+        lines.append(f"- {note}")
+    lines += ["", "Recovery after a rank's death (3 ranks, rank 2 killed; best / median of the runs):", "",
+              "| backend | detection (ms, from death to error) | recovery (ms, reconfigure + first correct all_reduce) |",
+              "| --- | --- | --- |"]
+    for b, r in results["recovery"].items():
+        lines.append(f"| {b} | {r['detect_ms']:.1f} / {r['detect_ms_median']:.1f} | "
+                     f"{r['recover_ms']:.2f} / {r['recover_ms_median']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_section(path, section):
+    text = open(path).read() if os.path.exists(path) else "# Benchmark results\n\n"
+    pattern = re.compile(r"^## Communication\n.*?(?=^## |\Z)", re.S | re.M)
+    text = pattern.sub(lambda _: section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer sizes (4 KB, 1 MB, 16 MB)")
+    parser.add_argument("--backends", default="shm,tcp,gloo,mpi")
+    parser.add_argument("--recovery-runs", type=int, default=3)
+    parser.add_argument("--results", default=os.path.join(HERE, "..", "RESULTS.md"))
+    args = parser.parse_args()
+    sizes = [4 << 10, 1 << 20, 16 << 20] if args.quick else collectives.SIZES
+    results = {"date": time.strftime("%Y-%m-%d"), "sizes": sizes, "sweeps": {}, "recovery": {}, "notes": [],
+               "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"}
+    for backend in args.backends.split(","):
+        for world in (2, 4):
+            print(f"sweep {backend} x{world}", flush=True)
+            if backend == "mpi":
+                rows, why = sweep_mpi(world, sizes)
+                if why:
+                    results["notes"].append(f"mpi x{world}: {why}")
+            else:
+                rows = sweep(backend, world, sizes)
+            results["sweeps"][f"{backend}/{world}"] = rows
+    for backend in ("shm", "tcp", "gloo"):
+        if backend in args.backends.split(","):
+            print(f"recovery {backend}", flush=True)
+            results["recovery"][backend] = measure_recovery(backend, args.recovery_runs)
+    with open(os.path.join(HERE, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    command = "python benchmarks/comm/run.py" + (" --quick" if args.quick else "")
+    section = markdown(results, command)
+    write_section(args.results, section)
+    print(section)
+
+
+if __name__ == "__main__":
+    main()
