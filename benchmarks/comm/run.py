@@ -25,12 +25,23 @@ sys.path.insert(0, HERE)
 
 import collectives  # noqa: E402
 import recovery  # noqa: E402
+import rivals  # noqa: E402
 
 from braze.comm.launch import spawn_group  # noqa: E402
 
 
 def sweep(backend, world, sizes):
+    """braze shm/tcp, or raw torch Gloo (a braze group lends it its store)."""
+    if backend == "gloo":
+        return spawn_group(rivals.measure_raw_gloo, world, "shm", args=(sizes,), deadline=900, timeout=120.0)[0]
     return spawn_group(collectives.measure, world, backend, args=(sizes,), deadline=900, timeout=120.0)[0]
+
+
+def adapter_latency(backend, world):
+    """4 KB all_reduce through braze's adapter (its Python layer's cost)."""
+    rows = spawn_group(collectives.measure, world, backend, args=([4 << 10], ("all_reduce",)), deadline=300,
+                       timeout=120.0)[0]
+    return rows[0]["time_us"]
 
 
 def sweep_mpi(world, sizes):
@@ -40,14 +51,13 @@ def sweep_mpi(world, sizes):
         import mpi4py  # noqa: F401
     except ImportError:
         return None, "mpi4py not installed"
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     out = subprocess.run(["mpirun", "--oversubscribe", "-np", str(world), sys.executable,
-                          os.path.join(HERE, "mpi_bench.py")], capture_output=True, text=True, env=env, timeout=900)
+                          os.path.join(HERE, "mpi_bench.py"), ",".join(map(str, sizes))],
+                         capture_output=True, text=True, env=env, timeout=900)
     for line in out.stdout.splitlines():
         if line.startswith("BENCH-JSON "):
-            rows = json.loads(line.split(" ", 1)[1])
-            return [r for r in rows if r["bytes"] in sizes], None
+            return json.loads(line.split(" ", 1)[1]), None
     return None, f"mpirun failed: {out.stderr[-500:]}"
 
 
@@ -71,7 +81,9 @@ def fmt_size(n):
 
 def markdown(results, command):
     lines = ["## Communication", "",
-             f"Measured {results['date']} on {results['machine']} (loopback, CPU tensors, float32). Command:", "",
+             f"Measured {results['date']} on {results['machine']} (loopback, CPU tensors, float32; "
+             f"1-minute load average {results['load_before']:.2f} before, {results['load_after']:.2f} after: "
+             "other work on the machine skews everything). Command:", "",
              f"    {command}", "",
              "Bus bandwidth (GB/s, nccl-tests definition) / time per op (µs), slowest rank:", ""]
     backends = [b for b in ("shm", "tcp", "gloo", "mpi") if any(k.startswith(b + "/") for k in results["sweeps"])]
@@ -89,9 +101,14 @@ def markdown(results, command):
                     cells.append(f"{row['busbw']:.2f} / {row['time_us']:.1f}" if row else "n/a")
                 lines.append(f"| {fmt_size(size)} | " + " | ".join(cells) + " |")
             lines.append("")
+    lines.append("gloo and mpi columns are the rivals called directly (torch.distributed ProcessGroupGloo, "
+                 "mpi4py); ranks beyond 2 share the 2 cores. 4 KB all_reduce through braze's adapters: "
+                 + ", ".join(f"{k} {v:.1f} µs" for k, v in results["adapter_4k_us"].items()) + ".")
+    lines.append("")
     for note in results.get("notes", []):
         lines.append(f"- {note}")
-    lines += ["", "Recovery after a rank's death (3 ranks, rank 2 killed; best / median of the runs):", "",
+    lines += ["", "Recovery after a rank's death (braze: 3 ranks, rank 2 killed, survivors reconfigure to 2; "
+              "gloo: destroy + re-create the process group + first all_reduce, 2 ranks; best / median):", "",
               "| backend | detection (ms, from death to error) | recovery (ms, reconfigure + first correct all_reduce) |",
               "| --- | --- | --- |"]
     for b, r in results["recovery"].items():
@@ -117,21 +134,34 @@ def main():
     args = parser.parse_args()
     sizes = [4 << 10, 1 << 20, 16 << 20] if args.quick else collectives.SIZES
     results = {"date": time.strftime("%Y-%m-%d"), "sizes": sizes, "sweeps": {}, "recovery": {}, "notes": [],
-               "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"}
+               "adapter_4k_us": {},
+               "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
+               "load_before": os.getloadavg()[0]}
     for backend in args.backends.split(","):
         for world in (2, 4):
             print(f"sweep {backend} x{world}", flush=True)
             if backend == "mpi":
-                rows, why = sweep_mpi(world, sizes)
+                both, why = sweep_mpi(world, sizes)
                 if why:
                     results["notes"].append(f"mpi x{world}: {why}")
+                rows = both["raw"] if both else None
+                if both:
+                    results["adapter_4k_us"][f"mpi/{world}"] = both["adapter"][0]["time_us"]
             else:
                 rows = sweep(backend, world, sizes)
+                if backend == "gloo":
+                    results["adapter_4k_us"][f"gloo/{world}"] = adapter_latency("gloo", world)
             results["sweeps"][f"{backend}/{world}"] = rows
-    for backend in ("shm", "tcp", "gloo"):
+    for backend in ("shm", "tcp"):
         if backend in args.backends.split(","):
             print(f"recovery {backend}", flush=True)
             results["recovery"][backend] = measure_recovery(backend, args.recovery_runs)
+    if "gloo" in args.backends.split(","):
+        print("recovery gloo (destroy + re-create + first all_reduce)", flush=True)
+        times = spawn_group(rivals.gloo_recovery, 2, "shm", deadline=300, timeout=60.0)[0]
+        results["recovery"]["gloo"] = {"detect_ms": float("nan"), "detect_ms_median": float("nan"),
+                                       "recover_ms": min(times), "recover_ms_median": sorted(times)[len(times) // 2]}
+    results["load_after"] = os.getloadavg()[0]
     with open(os.path.join(HERE, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     command = "python benchmarks/comm/run.py" + (" --quick" if args.quick else "")

@@ -70,6 +70,21 @@ Status CheckSplits(const OpContext& ctx, const std::vector<std::vector<uint64_t>
   return Status::Ok();
 }
 
+Status TransportBase::Run(const OpContext& ctx) {
+  if (aborted_.load()) return Aborted(ctx);
+  switch (ctx.desc.op) {
+    case BRAZE_OP_ALL_REDUCE: return AllReduce(ctx);
+    case BRAZE_OP_ALL_GATHER: return AllGather(ctx);
+    case BRAZE_OP_REDUCE_SCATTER: return ReduceScatter(ctx);
+    case BRAZE_OP_BROADCAST: return Broadcast(ctx);
+    case BRAZE_OP_ALL_TO_ALL: return AllToAll(ctx);
+    case BRAZE_OP_SEND: return Send(ctx);
+    case BRAZE_OP_RECV: return Recv(ctx);
+    case BRAZE_OP_BARRIER: return RunBarrier(ctx);
+  }
+  return Error(BRAZE_INVALID_ARGUMENT, ctx.label + ": unknown op");
+}
+
 TransportFactory FindTransport(const std::string& backend) {
   if (backend == "shm") return CreateShmTransport;
   if (backend == "tcp") return CreateTcpTransport;

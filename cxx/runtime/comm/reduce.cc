@@ -6,6 +6,18 @@
 namespace braze::comm {
 namespace {
 
+uint32_t BitsOf(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return bits;
+}
+
+float FloatOf(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 // IEEE half and bfloat16 are reduced in float32 and rounded back to nearest
 // even, the way torch's CPU kernels do it.
 float HalfToFloat(uint16_t h) {
@@ -24,43 +36,29 @@ float HalfToFloat(uint16_t h) {
   } else {
     bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
   }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return FloatOf(bits);
 }
 
 uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
+  uint32_t x = BitsOf(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t absx = x & 0x7fffffffu;
   if (absx >= 0x7f800000u)  // inf or nan
     return sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0);
   if (absx >= 0x477ff000u) return sign | 0x7c00u;  // overflow rounds to inf
   if (absx < 0x38800000u) {  // result is subnormal or zero
-    float af;
-    std::memcpy(&af, &absx, 4);
     // Adding 0.5 aligns the mantissa so the FPU does the rounding.
-    af += 0.5f;
-    uint32_t r;
-    std::memcpy(&r, &af, 4);
-    return sign | (uint16_t)(r - 0x3f000000u);
+    return sign | (uint16_t)(BitsOf(FloatOf(absx) + 0.5f) - 0x3f000000u);
   }
   uint32_t mant_odd = (absx >> 13) & 1;
   absx += ((15u - 127u) << 23) + 0xfffu + mant_odd;
   return sign | (uint16_t)(absx >> 13);
 }
 
-float Bf16ToFloat(uint16_t b) {
-  uint32_t bits = (uint32_t)b << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+float Bf16ToFloat(uint16_t b) { return FloatOf((uint32_t)b << 16); }
 
 uint16_t FloatToBf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
+  uint32_t x = BitsOf(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (x >> 16) | 0x40;  // quiet nan
   x += 0x7fffu + ((x >> 16) & 1);
   return x >> 16;

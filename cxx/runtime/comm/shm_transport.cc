@@ -75,7 +75,7 @@ bool ProcessAlive(int pid) {
   return state != 'Z' && state != 'X';
 }
 
-class ShmTransport final : public Transport {
+class ShmTransport final : public TransportBase {
  public:
   explicit ShmTransport(const TransportConfig& config) : cfg_(config) {}
 
@@ -120,38 +120,15 @@ class ShmTransport final : public Transport {
     return s;
   }
 
-  Status Run(const OpContext& ctx) override {
-    if (aborted_.load()) return Aborted(ctx);
-    switch (ctx.desc.op) {
-      case BRAZE_OP_ALL_REDUCE: return AllReduce(ctx);
-      case BRAZE_OP_ALL_GATHER: return AllGather(ctx);
-      case BRAZE_OP_REDUCE_SCATTER: return ReduceScatter(ctx);
-      case BRAZE_OP_BROADCAST: return Broadcast(ctx);
-      case BRAZE_OP_ALL_TO_ALL: return AllToAll(ctx);
-      case BRAZE_OP_SEND: return Send(ctx);
-      case BRAZE_OP_RECV: return Recv(ctx);
-      case BRAZE_OP_BARRIER: return Step(ctx, true, nullptr);
-    }
-    return Error(BRAZE_INVALID_ARGUMENT, "unknown op");
-  }
-
-  void Abort() override { aborted_.store(true); }
-
-  std::vector<int32_t> Missing() override {
-    std::lock_guard<std::mutex> lock(missing_mu_);
-    return missing_;
-  }
 
  private:
+  Status RunBarrier(const OpContext& ctx) override { return Step(ctx, true, nullptr); }
   int n() const { return cfg_.world; }
   int me() const { return cfg_.rank; }
   char* Slot(int rank, int parity) { return slots_ + slot_bytes_ * (2 * rank + parity); }
   Channel& Chan(int src, int dst) { return channels_[src * n() + dst]; }
   char* P2pBuffer(int src, int dst) { return p2p_ + p2p_bytes_ * (src * n() + dst); }
 
-  Status Aborted(const OpContext& ctx) {
-    return Error(BRAZE_ABORTED, ctx.label + ": communicator aborted");
-  }
 
   // Waits until ready(); `missing` lists who we wait for (for errors and the
   // watchdog), `word` is what they will publish.
@@ -162,10 +139,7 @@ class ShmTransport final : public Transport {
       if (ready()) return Status::Ok();
       CpuRelax();
     }
-    {
-      std::lock_guard<std::mutex> lock(missing_mu_);
-      missing_ = missing;
-    }
+    SetMissing(missing);
     auto last_liveness = Clock::now();
     for (;;) {
       uint32_t observed = word.value.load();
@@ -244,7 +218,7 @@ class ShmTransport final : public Transport {
     if (ctx.desc.reduce_op == BRAZE_REDUCE_AVG) FinishAverage(data, count, ctx.desc.dtype, n());
   }
 
-  Status AllReduce(const OpContext& ctx) {
+  Status AllReduce(const OpContext& ctx) override {
     const size_t esz = ctx.ElementSize(), count = ctx.desc.in_count;
     const char* in = static_cast<const char*>(ctx.desc.in);
     char* out = static_cast<char*>(ctx.desc.out);
@@ -285,7 +259,7 @@ class ShmTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status AllGather(const OpContext& ctx) {
+  Status AllGather(const OpContext& ctx) override {
     const size_t esz = ctx.ElementSize(), m = ctx.desc.in_count, chunk = slot_bytes_ / esz;
     const char* in = static_cast<const char*>(ctx.desc.in);
     char* out = static_cast<char*>(ctx.desc.out);
@@ -300,7 +274,7 @@ class ShmTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status ReduceScatter(const OpContext& ctx) {
+  Status ReduceScatter(const OpContext& ctx) override {
     const size_t esz = ctx.ElementSize(), m = ctx.desc.out_count;
     const size_t sub = slot_bytes_ / esz / n();
     const char* in = static_cast<const char*>(ctx.desc.in);
@@ -324,7 +298,7 @@ class ShmTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status Broadcast(const OpContext& ctx) {
+  Status Broadcast(const OpContext& ctx) override {
     const size_t esz = ctx.ElementSize(), count = ctx.desc.in_count, chunk = slot_bytes_ / esz;
     const int root = ctx.desc.peer;
     const char* in = static_cast<const char*>(ctx.desc.in);
@@ -344,7 +318,7 @@ class ShmTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status AllToAll(const OpContext& ctx) {
+  Status AllToAll(const OpContext& ctx) override {
     const size_t esz = ctx.ElementSize();
     const size_t sub = (slot_bytes_ / n()) & ~size_t(63);
     const char* in = static_cast<const char*>(ctx.desc.in);
@@ -377,7 +351,7 @@ class ShmTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status Send(const OpContext& ctx) {
+  Status Send(const OpContext& ctx) override {
     const int dst = ctx.desc.peer;
     Channel& ch = Chan(me(), dst);
     ch.header = ctx.Header();
@@ -401,7 +375,7 @@ class ShmTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status Recv(const OpContext& ctx) {
+  Status Recv(const OpContext& ctx) override {
     const int src = ctx.desc.peer;
     Channel& ch = Chan(src, me());
     uint32_t ticket = ch.header_acked.value.load() + 1;
@@ -438,18 +412,12 @@ class ShmTransport final : public Transport {
   uint32_t barrier_gen_ = 0;
   uint64_t use_ = 0;
   unsigned spin_iters_ = 0;
-  std::atomic<bool> aborted_{false};
-  std::mutex missing_mu_;
-  std::vector<int32_t> missing_;
 };
 
 }  // namespace
 
 Status CreateShmTransport(const TransportConfig& config, std::unique_ptr<Transport>* out) {
-  auto t = std::make_unique<ShmTransport>(config);
-  BRAZE_RETURN_IF_ERROR(t->Init());
-  *out = std::move(t);
-  return Status::Ok();
+  return MakeTransport<ShmTransport>(config, out);
 }
 
 }  // namespace braze::comm

@@ -30,7 +30,7 @@ struct Io {
   size_t done = 0;
 };
 
-class TcpTransport final : public Transport {
+class TcpTransport final : public TransportBase {
  public:
   explicit TcpTransport(const TransportConfig& config) : cfg_(config), fds_(config.world, -1) {}
   ~TcpTransport() override {
@@ -56,31 +56,12 @@ class TcpTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status Run(const OpContext& ctx) override {
-    if (aborted_.load()) return Aborted(ctx);
-    switch (ctx.desc.op) {
-      case BRAZE_OP_ALL_REDUCE: return AllReduce(ctx);
-      case BRAZE_OP_ALL_GATHER: return AllGather(ctx);
-      case BRAZE_OP_REDUCE_SCATTER: return ReduceScatter(ctx);
-      case BRAZE_OP_BROADCAST: return Broadcast(ctx);
-      case BRAZE_OP_ALL_TO_ALL: return AllToAll(ctx);
-      case BRAZE_OP_SEND:
-      case BRAZE_OP_RECV: return PointToPoint(ctx);
-      case BRAZE_OP_BARRIER: return ExchangeHeaders(ctx);
-    }
-    return Error(BRAZE_INVALID_ARGUMENT, "unknown op");
-  }
-
   void Abort() override {
     aborted_.store(true);
     uint64_t one = 1;
     (void)!write(abort_fd_, &one, 8);
   }
 
-  std::vector<int32_t> Missing() override {
-    std::lock_guard<std::mutex> lock(missing_mu_);
-    return missing_;
-  }
 
  private:
   int n() const { return cfg_.world; }
@@ -88,9 +69,6 @@ class TcpTransport final : public Transport {
   int Right() const { return (me() + 1) % n(); }
   int Left() const { return (me() + n() - 1) % n(); }
 
-  Status Aborted(const OpContext& ctx) {
-    return Error(BRAZE_ABORTED, ctx.label + ": communicator aborted");
-  }
 
   // Lower ranks accept, higher ranks connect; a hello carries the rank.
   Status Connect(int listen_fd, int port) {
@@ -146,10 +124,7 @@ class TcpTransport final : public Transport {
                                         " s; ranks " + FormatRanks(missing) + " had not arrived",
                      missing);
       }
-      {
-        std::lock_guard<std::mutex> lock(missing_mu_);
-        missing_ = Pending(ios);
-      }
+      SetMissing(Pending(ios));
       int rc = poll(fds.data(), fds.size(), std::min(MillisLeft(ctx.deadline) + 1, 100));
       if (rc < 0 && errno != EINTR) return SysError(ctx.label + ": poll");
       if (fds[0].revents) return Aborted(ctx);
@@ -263,7 +238,7 @@ class TcpTransport final : public Transport {
     return bounds;
   }
 
-  Status AllReduce(const OpContext& ctx) {
+  Status AllReduce(const OpContext& ctx) override {
     BRAZE_RETURN_IF_ERROR(ExchangeHeaders(ctx));
     const size_t esz = ctx.ElementSize(), count = ctx.desc.in_count;
     char* out = static_cast<char*>(ctx.desc.out);
@@ -305,7 +280,7 @@ class TcpTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status Broadcast(const OpContext& ctx) {
+  Status Broadcast(const OpContext& ctx) override {
     BRAZE_RETURN_IF_ERROR(ExchangeHeaders(ctx));
     size_t bytes = ctx.desc.in_count * ctx.ElementSize();
     char* out = static_cast<char*>(ctx.desc.out);
@@ -313,7 +288,7 @@ class TcpTransport final : public Transport {
     return TreeBroadcast(ctx, ctx.desc.peer, out, bytes);
   }
 
-  Status AllGather(const OpContext& ctx) {
+  Status AllGather(const OpContext& ctx) override {
     BRAZE_RETURN_IF_ERROR(ExchangeHeaders(ctx));
     const size_t m = ctx.desc.in_count, esz = ctx.ElementSize();
     char* out = static_cast<char*>(ctx.desc.out);
@@ -323,7 +298,7 @@ class TcpTransport final : public Transport {
     return RingAllGather(ctx, out, bounds);
   }
 
-  Status ReduceScatter(const OpContext& ctx) {
+  Status ReduceScatter(const OpContext& ctx) override {
     BRAZE_RETURN_IF_ERROR(ExchangeHeaders(ctx));
     const size_t m = ctx.desc.out_count, esz = ctx.ElementSize();
     work_.assign(static_cast<const char*>(ctx.desc.in), static_cast<const char*>(ctx.desc.in) + m * n() * esz);
@@ -334,7 +309,7 @@ class TcpTransport final : public Transport {
     return Status::Ok();
   }
 
-  Status AllToAll(const OpContext& ctx) {
+  Status AllToAll(const OpContext& ctx) override {
     BRAZE_RETURN_IF_ERROR(ExchangeHeaders(ctx));
     const size_t esz = ctx.ElementSize();
     const char* in = static_cast<const char*>(ctx.desc.in);
@@ -355,6 +330,10 @@ class TcpTransport final : public Transport {
     return Exchange(ctx, ios);
   }
 
+  Status RunBarrier(const OpContext& ctx) override { return ExchangeHeaders(ctx); }
+  Status Send(const OpContext& ctx) override { return PointToPoint(ctx); }
+  Status Recv(const OpContext& ctx) override { return PointToPoint(ctx); }
+
   Status PointToPoint(const OpContext& ctx) {
     BRAZE_RETURN_IF_ERROR(ExchangeHeaders(ctx));
     size_t bytes = ctx.desc.in_count * ctx.ElementSize();
@@ -365,19 +344,13 @@ class TcpTransport final : public Transport {
   TransportConfig cfg_;
   std::vector<int> fds_;
   int abort_fd_ = -1;
-  std::atomic<bool> aborted_{false};
   std::vector<char> tmp_, work_;
-  std::mutex missing_mu_;
-  std::vector<int32_t> missing_;
 };
 
 }  // namespace
 
 Status CreateTcpTransport(const TransportConfig& config, std::unique_ptr<Transport>* out) {
-  auto t = std::make_unique<TcpTransport>(config);
-  BRAZE_RETURN_IF_ERROR(t->Init());
-  *out = std::move(t);
-  return Status::Ok();
+  return MakeTransport<TcpTransport>(config, out);
 }
 
 }  // namespace braze::comm

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,49 @@ class Transport {
   // Ranks not heard from in the op that is running now (for the watchdog).
   virtual std::vector<int32_t> Missing() = 0;
 };
+
+// What the built-in transports share: the abort flag and the ranks the
+// running op waits for.
+class TransportBase : public Transport {
+ public:
+  // Dispatches to the per-op methods below.
+  Status Run(const OpContext& ctx) final;
+  void Abort() override { aborted_.store(true); }
+  std::vector<int32_t> Missing() override {
+    std::lock_guard<std::mutex> lock(missing_mu_);
+    return missing_;
+  }
+
+ protected:
+  virtual Status AllReduce(const OpContext& ctx) = 0;
+  virtual Status AllGather(const OpContext& ctx) = 0;
+  virtual Status ReduceScatter(const OpContext& ctx) = 0;
+  virtual Status Broadcast(const OpContext& ctx) = 0;
+  virtual Status AllToAll(const OpContext& ctx) = 0;
+  virtual Status Send(const OpContext& ctx) = 0;
+  virtual Status Recv(const OpContext& ctx) = 0;
+  virtual Status RunBarrier(const OpContext& ctx) = 0;
+
+  void SetMissing(std::vector<int32_t> missing) {
+    std::lock_guard<std::mutex> lock(missing_mu_);
+    missing_ = std::move(missing);
+  }
+  Status Aborted(const OpContext& ctx) const { return Error(BRAZE_ABORTED, ctx.label + ": communicator aborted"); }
+  std::atomic<bool> aborted_{false};
+
+ private:
+  std::mutex missing_mu_;
+  std::vector<int32_t> missing_;
+};
+
+// Constructs T(config) and runs its Init().
+template <typename T>
+Status MakeTransport(const TransportConfig& config, std::unique_ptr<Transport>* out) {
+  auto t = std::make_unique<T>(config);
+  BRAZE_RETURN_IF_ERROR(t->Init());
+  *out = std::move(t);
+  return Status::Ok();
+}
 
 using TransportFactory = Status (*)(const TransportConfig&, std::unique_ptr<Transport>*);
 Status CreateShmTransport(const TransportConfig& config, std::unique_ptr<Transport>* out);

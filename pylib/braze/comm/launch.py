@@ -33,7 +33,9 @@ def spawn_group(fn, world, backend="shm", *, args=(), deadline=60.0, timeout=10.
     store = bc.TCPStore("127.0.0.1", 0, True)  # outlives any rank that dies
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    procs = [ctx.Process(target=_rank_main, daemon=True,
+    # Not daemonic: a rank may start processes itself (a replacement rank);
+    # leftovers are killed below all the same.
+    procs = [ctx.Process(target=_rank_main,
                          args=(fn, r, world, backend, store.port, timeout, args, results, options or {}))
              for r in range(world)]
     for p in procs:

@@ -59,3 +59,12 @@ def test_divergent_op_is_a_mismatch_and_braze_fr_names_it(backend, tmp_path):
     out = subprocess.run(["braze-fr", "--json", str(tmp_path)], capture_output=True, text=True, timeout=30)
     report = json.loads(out.stdout)
     assert report["culprits"] == [1] and report["findings"][0]["kind"] == "diverged", report
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_replacement_rank_joins_survivors(backend):
+    results = run_group(workers.replace_dead_rank, 3, backend, args=(backend,), comm_timeout=3.0,
+                        expect_dead=(2,), deadline=60)
+    assert results[0]["joiner"] == [6.0] * 7
+    for r in results.values():
+        assert r["mine"] == [6.0] * 7 and r["world"] == 3

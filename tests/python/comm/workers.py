@@ -296,3 +296,41 @@ def dropped_work_handle(comm, rank, world):
     t = np.ones(5, np.float32)
     comm.all_reduce(t)
     return bool(np.all(t == world))
+
+
+def _replacement_rank(port, backend, results):
+    import braze.comm as bc
+
+    store = bc.TCPStore("127.0.0.1", port, False)
+    comm = bc.join_comm(backend, 2, 3, store, "rejoin", timeout=10.0)
+    t = np.full(7, comm.rank + 1, np.float32)
+    comm.all_reduce(t)
+    results.put(t.tolist())
+    comm.close()
+
+
+def replace_dead_rank(comm, rank, world, backend):
+    """Rank 2 dies; rank 0 starts a replacement that joins as the new rank 2."""
+    import multiprocessing as mp
+
+    comm.barrier()
+    if rank == 2:
+        group.kill_self()
+    try:
+        comm.all_reduce(np.ones(4, np.float32))
+    except Exception:
+        pass
+    joiner, results = None, None
+    if rank == 0:
+        ctx = mp.get_context("spawn")
+        results = ctx.Queue()
+        joiner = ctx.Process(target=_replacement_rank, args=(comm.store.port, backend, results), daemon=True)
+        joiner.start()
+    comm.reconfigure("rejoin", [0, 1, None])
+    t = np.full(7, comm.rank + 1, np.float32)
+    comm.all_reduce(t)
+    out = {"mine": t.tolist(), "world": comm.world_size}
+    if joiner is not None:
+        out["joiner"] = results.get(timeout=30)
+        joiner.join(10)
+    return out
