@@ -15,7 +15,7 @@ import traceback
 
 from braze.comm import _tensors
 from braze.comm.base import REDUCE_OPS, Comm, HookHandle, Work
-from braze.comm.errors import CommAborted, CommError, CommInvalidArgument, CommTimeout
+from braze.comm.errors import CommAborted, CommError, CommInvalidArgument, CommRankFailed, CommTimeout
 
 
 class AdapterWork(Work):
@@ -92,9 +92,13 @@ class AdapterComm(Comm):
             try:
                 fn()
             except Exception as exc:
-                entry["state"], entry["error"] = "failed", str(exc)
-                self._call_hooks("post", dict(info, duration=time.perf_counter() - start, ok=False, error=str(exc)))
-                raise self._translate(exc, f"{op} (seq {seq})") from exc
+                error = self._translate(exc, f"{op} (seq {seq})")
+                entry["state"], entry["error"] = "failed", str(error)
+                failed = dict(info, duration=time.perf_counter() - start, ok=False, error=str(error))
+                if not isinstance(error, CommInvalidArgument):  # the engine's group is now suspect
+                    self._enter_aborted(str(error), failed)
+                self._call_hooks("post", failed)
+                raise error from exc
             entry["state"], entry["t_completed"] = "completed", time.time()
             self._call_hooks("post", dict(info, duration=time.perf_counter() - start))
 
@@ -107,11 +111,18 @@ class AdapterComm(Comm):
     def _translate(self, exc, label):
         if isinstance(exc, CommError):
             return exc
-        return CommError(f"{label}: {self.backend} failed: {exc}")
+        text = str(exc)
+        if any(s in text.lower() for s in ("connection closed", "connection reset", "broken pipe", "peer")):
+            return CommRankFailed(f"{label}: {self.backend} lost a peer: {text}")
+        if "timed out" in text.lower() or "timeout" in text.lower():
+            return CommTimeout(f"{label}: {self.backend} timed out: {text}")
+        return CommError(f"{label}: {self.backend} failed: {text}")
 
     def _on_failure(self, entry, reason):
         entry["state"], entry["error"] = "failed", reason
-        self.abort(reason)
+        self._enter_aborted(reason, {"op": entry["op"], "seq": entry["seq"], "in_numel": entry["in_count"],
+                                     "out_numel": entry["out_count"], "dtype": entry["dtype"], "peer": entry["peer"],
+                                     "duration": self.timeout, "ok": False, "error": reason})
 
     # -- validation shared by adapters -------------------------------------------
     def _check_reduce(self, op_name, op):
@@ -156,16 +167,23 @@ class AdapterComm(Comm):
         return self._add_hook("abort", fn)
 
     def abort(self, reason=""):
-        if self._aborted:
-            return
-        self._aborted, self._abort_reason = True, reason or "abort() called"
+        self._enter_aborted(reason or "abort() called", None)
+
+    def _enter_aborted(self, reason, failed_op):
+        """Like the native runtime: fail what is pending, dump, run abort hooks
+        (with the failed op's info, or op "abort" when called by the user)."""
+        with self._lock:
+            if self._aborted:
+                return
+            self._aborted, self._abort_reason = True, reason
         if self._dump_dir:
             path = os.path.join(self._dump_dir, f"braze_fr_g{self._generation}_rank{self.rank}.json")
             with open(path, "w") as f:
-                f.write(self._flight_json(self._abort_reason))
+                f.write(self._flight_json(reason))
         self._engine_abort()
-        self._call_hooks("abort", {"op": "abort", "seq": -1, "in_numel": 0, "out_numel": 0, "dtype": "float32",
-                                   "peer": -1, "duration": 0.0, "ok": False, "error": self._abort_reason})
+        self._call_hooks("abort", failed_op or {"op": "abort", "seq": -1, "in_numel": 0, "out_numel": 0,
+                                                "dtype": "float32", "peer": -1, "duration": 0.0, "ok": False,
+                                                "error": reason})
 
     def is_aborted(self):
         return self._aborted

@@ -42,3 +42,12 @@ def test_mpi_collectives_match_numpy():
                          capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert out.stdout.count("MPI-RANK-OK") == 3, out.stdout[-3000:]
+
+
+def test_gloo_dead_rank_then_reconfigure(tmp_path):
+    results = run_group(workers.fault, 3, "gloo", args=(2, "before", str(tmp_path)), comm_timeout=3.0,
+                        options={"dump_dir": str(tmp_path)}, expect_dead=(2,), deadline=60)
+    for old_rank, r in results.items():
+        assert r["error"] in ("CommRankFailed", "CommTimeout"), r
+        assert r["aborts"] == ["all_reduce"], r
+        assert (r["rank"], r["world"], r["ok"]) == (old_rank, 2, True), r

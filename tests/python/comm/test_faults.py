@@ -45,9 +45,10 @@ def test_timeout_names_op_seq_and_missing_rank(backend, tmp_path):
 
 
 def test_flight_recorder_dump_on_demand(tmp_path):
-    entries = run_group(workers.flight_dump, 2, "shm", args=(str(tmp_path),))[0]
+    entries = run_group(workers.flight_dump, 2, "shm", args=(str(tmp_path),), options={"record_stack": True})[0]
     assert [(e["seq"], e["op"], e["state"]) for e in entries] == [(0, "all_reduce", "completed"),
                                                                   (1, "barrier", "completed")]
+    assert "workers.py" in entries[0]["stack"] and entries[0]["t_completed"] >= entries[0]["t_started"] > 0
     out = subprocess.run(["braze-fr", str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and "nothing diverged" in out.stdout
 
