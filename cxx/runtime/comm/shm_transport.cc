@@ -87,8 +87,13 @@ class ShmTransport final : public TransportBase {
     spin_iters_ = (unsigned)cfg_.world <= cpus ? 20000 : 64;
     std::string key = cfg_.prefix + "/shm/segment";
     if (cfg_.rank == 0) {
+      // world^2 send/recv channels: shrink them for big groups (tmpfs only
+      // backs the pages that are touched, but the segment must fit /dev/shm).
+      size_t p2p_default = std::clamp<size_t>((size_t(32) << 20) / (cfg_.world * cfg_.world), 8 << 10, 256 << 10);
       Layout layout(cfg_.world, EnvBytes("BRAZE_SHM_SLOT_BYTES", 1 << 20),
-                    EnvBytes("BRAZE_SHM_P2P_BYTES", 256 << 10));
+                    EnvBytes("BRAZE_SHM_P2P_BYTES", p2p_default & ~size_t(4095)));
+      if (layout.slot_bytes < 4096 * (size_t)cfg_.world || layout.p2p_bytes < 8192)
+        return Error(BRAZE_INVALID_ARGUMENT, "BRAZE_SHM_SLOT_BYTES / BRAZE_SHM_P2P_BYTES too small");
       BRAZE_RETURN_IF_ERROR(segment_.Create("comm", layout.total));
       std::string meta = segment_.name() + " " + std::to_string(layout.slot_bytes) + " " +
                          std::to_string(layout.p2p_bytes);

@@ -38,6 +38,9 @@ def _reduce_code(op_name: str, op: str) -> int:
 def _splits(values, world_size: int, what: str):
     if values is None:
         return None
+    values = list(values)
+    if any(int(v) != v or v < 0 for v in values):
+        raise CommInvalidArgument(f"all_to_all_single: {what} must be non-negative integers, got {values}")
     arr = np.ascontiguousarray(values, dtype=np.uint64)
     if arr.shape != (world_size,):
         raise CommInvalidArgument(f"all_to_all_single: {what} needs {world_size} entries, got {len(values)}")

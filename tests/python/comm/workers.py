@@ -157,6 +157,8 @@ def bad_inputs(comm, rank, world):
     expect(bc.CommInvalidArgument, lambda: comm.send(np.ones(4, np.float32), -1), "out of range")
     expect(bc.CommInvalidArgument, lambda: comm.all_gather(np.ones(5, np.float32), np.ones(2, np.float32)), "needs")
     expect(bc.CommInvalidArgument, lambda: comm.all_reduce(np.ones((4, 4), np.float32)[:, 1]), "contiguous")
+    expect(bc.CommInvalidArgument, lambda: comm.all_to_all_single(np.ones(world, np.float32), np.ones(world, np.float32),
+                                                                  in_splits=[-1] + [1] * world), "non-negative")
     win = comm.new_window(np.zeros(8, np.float32))
     expect(bc.CommInvalidArgument, lambda: win.put((rank + 1) % world, np.ones(4, np.float32), 6), "past the end")
     expect(bc.CommInvalidArgument, lambda: win.get((rank + 1) % world, 7, 2), "past the end")
