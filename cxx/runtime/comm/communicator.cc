@@ -220,16 +220,17 @@ Status Communicator::RunSync(const braze_op_desc_t& desc) {
 // Runs one op whose running_ slot the caller has claimed.
 void Communicator::Execute(const std::shared_ptr<Work>& work) {
   Transport* transport = nullptr;
+  std::string abort_reason;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    transport = transport_.get();
+    transport = aborted_.load() ? nullptr : transport_.get();
+    abort_reason = abort_reason_;
     work->started = Clock::now();
     work->ctx.deadline = DeadlineAfter(work->ctx.timeout);
   }
   recorder_->MarkStarted(work->flight_id);
-  Status status = aborted_.load() || !transport
-                      ? Error(BRAZE_ABORTED, work->ctx.label + ": communicator aborted (" + abort_reason_ + ")")
-                      : transport->Run(work->ctx);
+  Status status = transport ? transport->Run(work->ctx)
+                            : Error(BRAZE_ABORTED, work->ctx.label + ": communicator aborted (" + abort_reason + ")");
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (watchdog_fired_ && status.code == BRAZE_ABORTED)
@@ -365,7 +366,9 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
     idle_cv_.wait(lock, [&] { return !running_ && queue_.empty(); });
     transport_.reset();  // unmaps shared memory, closes sockets
   }
-  std::string prefix = group_ + "/" + uuid;
+  // A replacement rank was created in "<group>/<uuid>"; later generations of
+  // the group live under the same base as everyone else's.
+  std::string prefix = group_.substr(0, group_.find('/')) + "/" + uuid;
   std::string mine = FormatRanks(members);
   BRAZE_RETURN_IF_ERROR(store_->Set(prefix + "/members/" + std::to_string(new_rank), mine));
   for (int j = 0; j < new_world; ++j) {

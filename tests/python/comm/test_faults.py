@@ -66,6 +66,6 @@ def test_divergent_op_is_a_mismatch_and_braze_fr_names_it(backend, tmp_path):
 def test_replacement_rank_joins_survivors(backend):
     results = run_group(workers.replace_dead_rank, 3, backend, args=(backend,), comm_timeout=3.0,
                         expect_dead=(2,), deadline=60)
-    assert results[0]["joiner"] == [6.0] * 7
+    assert results[0]["joiner"] == [18.0] * 7  # 1 + 2 + 3, then summed over 3 ranks again
     for r in results.values():
-        assert r["mine"] == [6.0] * 7 and r["world"] == 3
+        assert r["mine"] == [18.0] * 7 and r["world"] == 3

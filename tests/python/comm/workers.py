@@ -307,6 +307,8 @@ def _replacement_rank(port, backend, results):
     comm = bc.join_comm(backend, 2, 3, store, "rejoin", timeout=10.0)
     t = np.full(7, comm.rank + 1, np.float32)
     comm.all_reduce(t)
+    comm.reconfigure("again", [0, 1, 2])  # later generations: same namespace as the survivors
+    comm.all_reduce(t)
     results.put(t.tolist())
     comm.close()
 
@@ -330,6 +332,8 @@ def replace_dead_rank(comm, rank, world, backend):
         joiner.start()
     comm.reconfigure("rejoin", [0, 1, None])
     t = np.full(7, comm.rank + 1, np.float32)
+    comm.all_reduce(t)
+    comm.reconfigure("again", [0, 1, 2])
     comm.all_reduce(t)
     out = {"mine": t.tolist(), "world": comm.world_size}
     if joiner is not None:
