@@ -49,6 +49,12 @@ class AdapterWork(Work):
 
 
 class AdapterComm(Comm):
+    # Run a synchronous op on the caller's thread when nothing is pending.
+    # Only for engines whose own timeout ends a blocked op (Gloo); an MPI call
+    # can block forever, so MPI ops always run on the worker thread, where the
+    # caller's wait can time out.
+    _inline_sync = False
+
     def __init__(self, backend, rank, world_size, store, timeout, *, group="braze", flight_recorder_size=2048,
                  dump_dir=None, record_stack=False):
         self.backend, self.store, self.timeout = backend, store, float(timeout)
@@ -63,6 +69,7 @@ class AdapterComm(Comm):
         self._aborted, self._abort_reason = False, ""
         self._lock = threading.Lock()
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"braze-{backend}")
+        self._pending = []
 
     # -- running ops -----------------------------------------------------------
     def _run(self, op, fn, async_op, *, in_numel=0, out_numel=0, dtype="float32", peer=-1):
@@ -102,7 +109,13 @@ class AdapterComm(Comm):
             entry["state"], entry["t_completed"] = "completed", time.time()
             self._call_hooks("post", dict(info, duration=time.perf_counter() - start))
 
-        work = AdapterWork(self, self._executor.submit(body), entry)
+        self._pending = [f for f in self._pending if not f.done()]
+        if not async_op and self._inline_sync and not self._pending:
+            body()  # the engine's own timeout bounds it; saves a thread hop
+            return None
+        future = self._executor.submit(body)
+        self._pending.append(future)
+        work = AdapterWork(self, future, entry)
         if async_op:
             return work
         work.wait()

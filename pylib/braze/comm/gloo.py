@@ -49,6 +49,8 @@ def _as_torch(obj, what, writable=False):
 
 
 class GlooComm(AdapterComm):
+    _inline_sync = True  # Gloo's timeout is the communicator's
+
     def __init__(self, rank, world_size, store, timeout=30.0, **options):
         super().__init__("gloo", rank, world_size, store, timeout, **options)
         self._pg = self._make_pg(self.group, rank, world_size)
