@@ -9,6 +9,7 @@
 // the same mismatch and fail together without touching peers' data. Reusing
 // a parity two steps later is safe because every rank has passed the barrier
 // in between, which it reaches only after reading the older step's data.
+#include <sched.h>
 #include <signal.h>
 #include <sys/types.h>
 
@@ -84,7 +85,9 @@ class ShmTransport final : public TransportBase {
       return Error(BRAZE_INVALID_ARGUMENT, "shm backend supports at most " +
                                                std::to_string(kMaxRanks) + " ranks");
     unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-    spin_iters_ = (unsigned)cfg_.world <= cpus ? 20000 : 64;
+    bool oversubscribed = (unsigned)cfg_.world > cpus;
+    spin_iters_ = oversubscribed ? 64 : 20000;
+    yield_us_ = (int64_t)EnvBytes("BRAZE_SHM_YIELD_US", oversubscribed ? 2000 : 0);
     std::string key = cfg_.prefix + "/shm/segment";
     if (cfg_.rank == 0) {
       // world^2 send/recv channels: shrink them for big groups (tmpfs only
@@ -146,6 +149,13 @@ class ShmTransport final : public TransportBase {
     }
     SetMissing(missing);
     auto last_liveness = Clock::now();
+    // With more ranks than cores the rank we wait for may need this core:
+    // yield it for a while before paying for a futex sleep and wake-up.
+    const auto yield_until = Clock::now() + std::chrono::microseconds(yield_us_);
+    while (Clock::now() < yield_until) {
+      if (ready()) return Status::Ok();
+      sched_yield();
+    }
     for (;;) {
       uint32_t observed = word.value.load();
       if (ready()) return Status::Ok();
@@ -417,6 +427,7 @@ class ShmTransport final : public TransportBase {
   uint32_t barrier_gen_ = 0;
   uint64_t use_ = 0;
   unsigned spin_iters_ = 0;
+  int64_t yield_us_ = 0;
 };
 
 }  // namespace
