@@ -138,6 +138,7 @@ cdef class NativeWork:
 cdef class NativeComm:
     cdef capi.braze_comm_t* handle
     cdef dict hooks
+    cdef list removed_hooks
     # Async works not yet seen completed: they hold the buffers the runtime
     # is reading and writing, even when the caller drops its Work handle.
     cdef list inflight
@@ -146,6 +147,7 @@ cdef class NativeComm:
     def __cinit__(self, str backend, int rank, int world_size, NativeStore store, double timeout,
                   str group="braze", size_t flight_recorder_size=2048, str dump_dir=""):
         self.hooks = {}
+        self.removed_hooks = []
         self.inflight = []
         self.store = store
         cdef bytes b = backend.encode(), g = group.encode(), d = dump_dir.encode()
@@ -211,7 +213,10 @@ cdef class NativeComm:
 
     def remove_hook(self, int64_t h):
         capi.braze_comm_remove_hook(self.handle, h)
-        self.hooks.pop(h, None)
+        # The worker thread may have copied the hook list just before and be
+        # waiting for the GIL to call it: keep the callable alive until close.
+        if h in self.hooks:
+            self.removed_hooks.append(self.hooks.pop(h))
 
     def abort(self, str reason=""):
         capi.braze_comm_abort(self.handle, reason.encode())
@@ -249,6 +254,7 @@ cdef class NativeComm:
             with nogil:
                 capi.braze_comm_release(h)  # finishes or fails every op first
         self.hooks.clear()
+        self.removed_hooks.clear()
         self.inflight.clear()
 
     def __dealloc__(self):
