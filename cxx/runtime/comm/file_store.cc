@@ -75,12 +75,15 @@ Status FileStore::Add(const std::string& key, int64_t delta, int64_t* result) {
   int fd = open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) return SysError("file store: open " + lock_path);
   flock(fd, LOCK_EX);
-  std::string old;
-  int64_t now = (ReadFile(PathOf(key), &old) ? std::stoll(old) : 0) + delta;
-  Status s = WriteFile(PathOf(key), std::to_string(now));
+  std::string text;
+  int64_t old = 0;
+  Status s = Status::Ok();
+  if (ReadFile(PathOf(key), &text) && !ParseCounter(text, &old))
+    s = Error(BRAZE_INVALID_ARGUMENT, "file store: key '" + key + "' does not hold a counter");
+  if (s.ok()) s = WriteFile(PathOf(key), std::to_string(old + delta));
   flock(fd, LOCK_UN);
   close(fd);
-  *result = now;
+  *result = old + delta;
   return s;
 }
 

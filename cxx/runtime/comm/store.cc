@@ -1,11 +1,21 @@
 #include "store.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "api.h"
 
 namespace braze::comm {
+
+bool ParseCounter(const std::string& text, int64_t* value) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0') return false;
+  *value = v;
+  return true;
+}
 
 Status Store::Barrier(const std::string& key, int world, double timeout) {
   int64_t arrived = 0;

@@ -29,6 +29,9 @@ class Store {
   Status Barrier(const std::string& key, int world, double timeout);
 };
 
+// Parses a counter stored as decimal text; false for anything else.
+bool ParseCounter(const std::string& text, int64_t* value);
+
 class TcpStoreServer;
 
 class TcpStore : public Store {

@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -16,7 +18,8 @@ namespace braze::comm {
 
 namespace {
 enum : uint8_t { kSet = 0, kGet = 1, kAdd = 2 };
-enum : uint8_t { kReplyOk = 0, kReplyTimeout = 1 };
+enum : uint8_t { kReplyOk = 0, kReplyTimeout = 1, kReplyNotCounter = 2 };
+
 
 void AppendU32(std::string& out, uint32_t v) { out.append((const char*)&v, 4); }
 void AppendU64(std::string& out, uint64_t v) { out.append((const char*)&v, 8); }
@@ -85,8 +88,12 @@ class TcpStoreServer {
         int64_t delta;
         memcpy(&delta, value.data(), 8);
         auto it = data_.find(key);
-        int64_t now = (it == data_.end() ? 0 : std::stoll(it->second)) + delta;
-        data_[key] = std::to_string(now);
+        int64_t old = 0;
+        if (it != data_.end() && !ParseCounter(it->second, &old)) {
+          Reply(c.fd, kReplyNotCounter, "");
+          continue;
+        }
+        data_[key] = std::to_string(old + delta);
         Reply(c.fd, kReplyOk, data_[key]);
         WakeWaiters(key);
       } else {
@@ -223,6 +230,8 @@ Status TcpStore::Request(uint8_t cmd, const std::string& key, const std::string&
     CloseFd(fd_);  // the stream is out of step now
     return Error(BRAZE_UNAVAILABLE, "TCP store request for '" + key + "' failed: " + s.message);
   }
+  if (code == kReplyNotCounter)
+    return Error(BRAZE_INVALID_ARGUMENT, "TCP store: key '" + key + "' does not hold a counter");
   if (code == kReplyTimeout)
     return Error(BRAZE_TIMEOUT, "TCP store: waiting for key '" + key + "' timed out after " +
                                     std::to_string(timeout) + " s");
@@ -241,7 +250,7 @@ Status TcpStore::Get(const std::string& key, double timeout, std::string* value)
 Status TcpStore::Add(const std::string& key, int64_t delta, int64_t* result) {
   std::string reply;
   BRAZE_RETURN_IF_ERROR(Request(kAdd, key, std::string((const char*)&delta, 8), 30.0, &reply));
-  *result = std::stoll(reply);
+  if (!ParseCounter(reply, result)) return Error(BRAZE_INTERNAL, "TCP store: bad counter reply");
   return Status::Ok();
 }
 

@@ -58,3 +58,15 @@ def test_unknown_backend_and_bad_rank():
     with pytest.raises(bc.CommInvalidArgument, match="out of range"):
         bc.new_comm("shm", 3, 2, store)
     assert {"shm", "tcp", "gloo", "mpi"} <= set(bc.available_backends())
+
+
+def test_add_on_a_non_counter_is_an_error(tmp_path):
+    server = bc.TCPStore("127.0.0.1", 0, True)
+    server.set("word", "abc")
+    with pytest.raises(bc.CommInvalidArgument, match="counter"):
+        server.add("word", 1)
+    assert server.add("n", 4) == 4  # the server survived
+    fs = bc.FileStore(tmp_path / "s")
+    fs.set("word", "abc")
+    with pytest.raises(bc.CommInvalidArgument, match="counter"):
+        fs.add("word", 1)
