@@ -58,9 +58,13 @@ struct Layout {
   }
 };
 
+// A size from the environment; unset or unparsable means `fallback`.
 size_t EnvBytes(const char* name, size_t fallback) {
   const char* v = getenv(name);
-  return v && *v ? (size_t)std::stoull(v) : fallback;
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  unsigned long long n = strtoull(v, &end, 10);
+  return *end == '\0' ? (size_t)n : fallback;
 }
 
 bool ProcessAlive(int pid) {

@@ -79,8 +79,10 @@ class TcpTransport final : public TransportBase {
       std::string addr;
       BRAZE_RETURN_IF_ERROR(cfg_.store->Get(cfg_.prefix + "/tcp/" + std::to_string(j), cfg_.timeout, &addr));
       size_t colon = addr.rfind(':');
-      BRAZE_RETURN_IF_ERROR(braze::comm::Connect(addr.substr(0, colon), std::stoi(addr.substr(colon + 1)),
-                                                 deadline, &fds_[j]));
+      int64_t peer_port = 0;
+      if (colon == std::string::npos || !ParseCounter(addr.substr(colon + 1), &peer_port))
+        return Error(BRAZE_INTERNAL, "tcp backend: bad address record '" + addr + "' for rank " + std::to_string(j));
+      BRAZE_RETURN_IF_ERROR(braze::comm::Connect(addr.substr(0, colon), (int)peer_port, deadline, &fds_[j]));
       int32_t hello = me();
       BRAZE_RETURN_IF_ERROR(SendAll(fds_[j], &hello, 4, deadline));
     }
