@@ -2,6 +2,7 @@
 braze-fr, in-place reconfiguration."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -49,7 +50,8 @@ def test_flight_recorder_dump_on_demand(tmp_path):
     assert [(e["seq"], e["op"], e["state"]) for e in entries] == [(0, "all_reduce", "completed"),
                                                                   (1, "barrier", "completed")]
     assert "workers.py" in entries[0]["stack"] and entries[0]["t_completed"] >= entries[0]["t_started"] > 0
-    out = subprocess.run(["braze-fr", str(tmp_path)], capture_output=True, text=True, timeout=30)
+    script = os.path.join(os.path.dirname(sys.executable), "braze-fr")  # the installed console script
+    out = subprocess.run([script, str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0 and "nothing diverged" in out.stdout
 
 
@@ -57,7 +59,8 @@ def test_flight_recorder_dump_on_demand(tmp_path):
 def test_divergent_op_is_a_mismatch_and_braze_fr_names_it(backend, tmp_path):
     results = run_group(workers.diverge, 3, backend, args=(str(tmp_path),))
     assert all("disagree" in msg for msg in results.values()), results
-    out = subprocess.run(["braze-fr", "--json", str(tmp_path)], capture_output=True, text=True, timeout=30)
+    out = subprocess.run([sys.executable, "-m", "braze.tools.fr", "--json", str(tmp_path)], capture_output=True,
+                         text=True, timeout=30)
     report = json.loads(out.stdout)
     assert report["culprits"] == [1] and report["findings"][0]["kind"] == "diverged", report
 
