@@ -1,7 +1,7 @@
 """braze.parse, braze.Module and BrazeError."""
 
 import pytest
-from conftest import NEGATIONS, SWISH
+from ir_samples import NEGATIONS, SWISH
 from mlir import ir
 
 import braze

@@ -1,7 +1,7 @@
 """run_pipeline and the Python pass registry."""
 
 import pytest
-from conftest import NEGATIONS, SWISH
+from ir_samples import NEGATIONS, SWISH
 
 import braze
 from braze.dialects import braze as bz

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import LIT_DIR
+from ir_samples import LIT_DIR
 from mutate import cases
 
 from braze.tools.opt import binary_path

@@ -1,1 +1,2 @@
-"""The runtime: compiled-code caching and execution, communication."""
+"""The runtime: the on-disk cache of compiled kernels, and native libraries
+wrapped with Cython (communication)."""

@@ -1,0 +1,94 @@
+// Cross-rank agreement checks shared by every backend.
+#include "reduce.h"
+#include "transport.h"
+
+namespace braze::comm {
+
+OpHeader OpContext::Header() const {
+  OpHeader h;
+  h.op = desc.op;
+  h.dtype = desc.dtype;
+  h.reduce_op = desc.reduce_op;
+  h.peer = desc.peer;
+  h.seq = seq;
+  h.in_count = desc.in_count;
+  h.out_count = desc.out_count;
+  return h;
+}
+
+size_t OpContext::ElementSize() const { return DtypeSize(desc.dtype); }
+
+namespace {
+std::string Describe(const OpHeader& h) {
+  std::string s = std::string(braze_op_name((braze_op_kind_t)h.op)) + " seq " +
+                  std::to_string(h.seq) + " with " + std::to_string(h.in_count) + " " +
+                  DtypeName((braze_dtype_t)h.dtype) + " elements";
+  if (h.op == BRAZE_OP_ALL_REDUCE || h.op == BRAZE_OP_REDUCE_SCATTER)
+    s += std::string(", op ") + ReduceOpName((braze_reduce_op_t)h.reduce_op);
+  if (h.op == BRAZE_OP_BROADCAST) s += ", root " + std::to_string(h.peer);
+  return s;
+}
+}  // namespace
+
+Status CheckHeader(const OpContext& ctx, const OpHeader& mine, const OpHeader& theirs,
+                   int my_rank, int their_rank) {
+  if (theirs.magic != mine.magic)
+    return Error(BRAZE_INTERNAL, ctx.label + ": corrupt header from rank " + std::to_string(their_rank));
+  bool same = theirs.dtype == mine.dtype && theirs.seq == mine.seq;
+  bool p2p = mine.op == BRAZE_OP_SEND || mine.op == BRAZE_OP_RECV;
+  if (p2p) {
+    int expected = mine.op == BRAZE_OP_SEND ? BRAZE_OP_RECV : BRAZE_OP_SEND;
+    same = theirs.op == expected && theirs.dtype == mine.dtype && theirs.peer == my_rank &&
+           theirs.in_count == mine.in_count;
+  } else {
+    same = same && theirs.op == mine.op;
+    if (same && mine.op != BRAZE_OP_BARRIER && mine.op != BRAZE_OP_ALL_TO_ALL)
+      same = theirs.in_count == mine.in_count;
+    if (same && (mine.op == BRAZE_OP_ALL_REDUCE || mine.op == BRAZE_OP_REDUCE_SCATTER))
+      same = theirs.reduce_op == mine.reduce_op;
+    if (same && mine.op == BRAZE_OP_BROADCAST) same = theirs.peer == mine.peer;
+  }
+  if (same) return Status::Ok();
+  return Error(BRAZE_MISMATCH, ctx.label + ": ranks disagree: rank " + std::to_string(my_rank) +
+                                   " issued " + Describe(mine) + " but rank " +
+                                   std::to_string(their_rank) + " issued " + Describe(theirs),
+               {their_rank});
+}
+
+Status CheckSplits(const OpContext& ctx, const std::vector<std::vector<uint64_t>>& in_splits,
+                   const std::vector<std::vector<uint64_t>>& out_splits) {
+  size_t n = in_splits.size();
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < n; ++j)
+      if (in_splits[i][j] != out_splits[j][i])
+        return Error(BRAZE_MISMATCH,
+                     ctx.label + ": rank " + std::to_string(i) + " sends " +
+                         std::to_string(in_splits[i][j]) + " elements to rank " +
+                         std::to_string(j) + ", which expects " +
+                         std::to_string(out_splits[j][i]) + " (in_splits/out_splits disagree)",
+                     {(int32_t)i, (int32_t)j});
+  return Status::Ok();
+}
+
+Status TransportBase::Run(const OpContext& ctx) {
+  if (aborted_.load()) return Aborted(ctx);
+  switch (ctx.desc.op) {
+    case BRAZE_OP_ALL_REDUCE: return AllReduce(ctx);
+    case BRAZE_OP_ALL_GATHER: return AllGather(ctx);
+    case BRAZE_OP_REDUCE_SCATTER: return ReduceScatter(ctx);
+    case BRAZE_OP_BROADCAST: return Broadcast(ctx);
+    case BRAZE_OP_ALL_TO_ALL: return AllToAll(ctx);
+    case BRAZE_OP_SEND: return Send(ctx);
+    case BRAZE_OP_RECV: return Recv(ctx);
+    case BRAZE_OP_BARRIER: return RunBarrier(ctx);
+  }
+  return Error(BRAZE_INVALID_ARGUMENT, ctx.label + ": unknown op");
+}
+
+TransportFactory FindTransport(const std::string& backend) {
+  if (backend == "shm") return CreateShmTransport;
+  if (backend == "tcp") return CreateTcpTransport;
+  return nullptr;
+}
+
+}  // namespace braze::comm

@@ -1,0 +1,86 @@
+#include "store.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "api.h"
+
+namespace braze::comm {
+
+bool ParseCounter(const std::string& text, int64_t* value) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0') return false;
+  *value = v;
+  return true;
+}
+
+Status Store::Barrier(const std::string& key, int world, double timeout) {
+  int64_t arrived = 0;
+  BRAZE_RETURN_IF_ERROR(Add(key + "/count", 1, &arrived));
+  if (arrived == world) return Set(key + "/done", "1");
+  std::string ignored;
+  Status s = Get(key + "/done", timeout, &ignored);
+  if (!s.ok() && s.code == BRAZE_TIMEOUT)
+    s.message = "store barrier '" + key + "' timed out: " + std::to_string(arrived) + " of " +
+                std::to_string(world) + " arrived when this rank did";
+  return s;
+}
+
+}  // namespace braze::comm
+
+using braze::comm::Error;
+using braze::comm::ToC;
+
+extern "C" {
+
+braze_status_t braze_tcp_store_create(const char* host, int port, int is_server,
+                                      double timeout, braze_store_t** out) {
+  auto* handle = new braze_store_s;
+  auto s = braze::comm::TcpStore::Create(host, port, is_server != 0, timeout, &handle->store);
+  if (!s.ok()) {
+    delete handle;
+    return ToC(s);
+  }
+  *out = handle;
+  return nullptr;
+}
+
+braze_status_t braze_file_store_create(const char* path, double, braze_store_t** out) {
+  auto* handle = new braze_store_s;
+  auto s = braze::comm::FileStore::Create(path, &handle->store);
+  if (!s.ok()) {
+    delete handle;
+    return ToC(s);
+  }
+  *out = handle;
+  return nullptr;
+}
+
+braze_status_t braze_store_set(braze_store_t* store, const char* key, const void* value, size_t n) {
+  return ToC(store->store->Set(key, std::string(static_cast<const char*>(value), n)));
+}
+
+braze_status_t braze_store_get(braze_store_t* store, const char* key, double timeout,
+                               void** value, size_t* n) {
+  std::string v;
+  auto s = store->store->Get(key, timeout, &v);
+  if (!s.ok()) return ToC(s);
+  *value = malloc(v.size() ? v.size() : 1);
+  memcpy(*value, v.data(), v.size());
+  *n = v.size();
+  return nullptr;
+}
+
+braze_status_t braze_store_add(braze_store_t* store, const char* key, int64_t delta,
+                               int64_t* result) {
+  return ToC(store->store->Add(key, delta, result));
+}
+
+int braze_store_port(braze_store_t* store) { return store->store->Port(); }
+
+void braze_store_release(braze_store_t* store) { delete store; }
+
+}  // extern "C"

@@ -1,0 +1,74 @@
+// Key-value stores used for rendezvous: a TCP store (one rank or a launcher
+// runs the server thread) and a file store (a directory on a shared disk).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "socket_util.h"
+#include "status.h"
+
+namespace braze::comm {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual Status Set(const std::string& key, const std::string& value) = 0;
+  // Blocks until the key exists or timeout seconds pass (BRAZE_TIMEOUT).
+  virtual Status Get(const std::string& key, double timeout, std::string* value) = 0;
+  virtual Status Add(const std::string& key, int64_t delta, int64_t* result) = 0;
+  // An address of this host that peers can reach (for the TCP backend).
+  virtual std::string HostAddress() = 0;
+  virtual int Port() const { return -1; }
+
+  // Every one of `world` participants calls this with the same key; returns
+  // once all have. The last arrival publishes a "done" key the others wait on.
+  Status Barrier(const std::string& key, int world, double timeout);
+};
+
+// Parses a counter stored as decimal text; false for anything else.
+bool ParseCounter(const std::string& text, int64_t* value);
+
+class TcpStoreServer;
+
+class TcpStore : public Store {
+ public:
+  static Status Create(const std::string& host, int port, bool is_server,
+                       double timeout, std::shared_ptr<Store>* out);
+  ~TcpStore() override;
+  Status Set(const std::string& key, const std::string& value) override;
+  Status Get(const std::string& key, double timeout, std::string* value) override;
+  Status Add(const std::string& key, int64_t delta, int64_t* result) override;
+  std::string HostAddress() override;
+  int Port() const override { return port_; }
+
+ private:
+  Status Request(uint8_t cmd, const std::string& key, const std::string& value,
+                 double timeout, std::string* reply);
+  std::mutex mu_;
+  int fd_ = -1;
+  int port_ = -1;
+  std::unique_ptr<TcpStoreServer> server_;
+};
+
+class FileStore : public Store {
+ public:
+  static Status Create(const std::string& dir, std::shared_ptr<Store>* out);
+  Status Set(const std::string& key, const std::string& value) override;
+  Status Get(const std::string& key, double timeout, std::string* value) override;
+  Status Add(const std::string& key, int64_t delta, int64_t* result) override;
+  std::string HostAddress() override;
+
+ private:
+  std::string PathOf(const std::string& key) const;
+  std::string dir_;
+};
+
+}  // namespace braze::comm
+
+struct braze_store_s {
+  std::shared_ptr<braze::comm::Store> store;
+};

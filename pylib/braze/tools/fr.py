@@ -1,0 +1,112 @@
+"""`braze-fr`: reads the flight-recorder dumps of all ranks and names the
+rank(s) that diverged (different op at the same seq id) or never joined a
+collective.
+
+    braze-fr DUMP_DIR            # every braze_fr_*.json in it
+    braze-fr a.json b.json ...   # explicit files
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+
+
+def load_dumps(paths):
+    dumps = []
+    for p in paths:
+        p = Path(p)
+        files = sorted(p.glob("braze_fr_*.json")) if p.is_dir() else [p]
+        for f in files:
+            with open(f) as fh:
+                dumps.append(json.load(fh))
+    return dumps
+
+
+def _signature(entry):
+    return (entry["op"], entry["in_count"], entry["dtype"])
+
+
+def analyze(dumps):
+    """Findings for the newest generation: a list of (kind, ranks, text)."""
+    if not dumps:
+        return [("error", [], "no flight-recorder dumps found")]
+    generation = max(d["generation"] for d in dumps)
+    dumps = {d["rank"]: d for d in dumps if d["generation"] == generation}
+    world = max(d["world_size"] for d in dumps.values())
+    findings = []
+    absent = [r for r in range(world) if r not in dumps]
+    # Whom the dumps blame. When survivors blame each other (one aborted and
+    # closed its sockets first), a rank that left no dump is the one; when
+    # every rank dumped (a dying rank can still write one), the majority wins.
+    votes = collections.Counter(r for d in dumps.values() for r in set(d.get("missing_ranks", [])))
+    if absent:
+        reported_missing = sorted(set(votes) - set(dumps))
+    else:
+        top = max(votes.values(), default=0)
+        reported_missing = sorted(r for r, v in votes.items() if v == top and top > 0)
+    # seq -> rank -> entry, collectives only (p2p ids are per pair).
+    by_seq = collections.defaultdict(dict)
+    first_seq = {}
+    for rank, d in dumps.items():
+        seqs = [e["seq"] for e in d["entries"] if not e["p2p"] and e.get("generation", generation) == generation]
+        first_seq[rank] = min(seqs) if seqs else 0
+        for e in d["entries"]:
+            if not e["p2p"] and e.get("generation", generation) == generation:
+                by_seq[e["seq"]][rank] = e
+    floor = max(first_seq.values()) if first_seq else 0  # older entries fell out of some ring
+    for seq in sorted(s for s in by_seq if s >= floor):
+        ranks = by_seq[seq]
+        groups = collections.defaultdict(list)
+        for rank, e in ranks.items():
+            groups[_signature(e)].append(rank)
+        if len(groups) > 1:
+            majority = max(groups.values(), key=len)
+            for sig, rs in groups.items():
+                if rs is not majority:
+                    findings.append(("diverged", sorted(rs),
+                                     f"seq {seq}: rank(s) {sorted(rs)} ran {sig[0]} ({sig[1]} x {sig[2]}) while "
+                                     f"rank(s) {sorted(majority)} ran "
+                                     f"{ranks[majority[0]]['op']} ({ranks[majority[0]]['in_count']} x "
+                                     f"{ranks[majority[0]]['dtype']})"))
+            break
+    # The first seq that some rank issued and another (alive or dead) never did.
+    all_seqs = sorted(s for s in by_seq if s >= floor)
+    for seq in all_seqs:
+        missing = sorted(set(range(world)) - set(by_seq[seq]))
+        if missing:
+            stuck = sorted(r for r, e in by_seq[seq].items() if e["state"] != "completed")
+            findings.append(("never_joined", missing,
+                             f"seq {seq} ({next(iter(by_seq[seq].values()))['op']}): rank(s) {missing} never "
+                             f"joined; rank(s) {stuck} were waiting in it"))
+            break
+    for r in absent:
+        findings.append(("no_dump", [r], f"rank {r}: no dump (the process died or never dumped)"))
+    if reported_missing:
+        findings.append(("reported_missing", reported_missing,
+                         f"survivors report rank(s) {reported_missing} as not arrived or failed"))
+    return findings
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="braze-fr", description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="+", help="dump directories or files")
+    parser.add_argument("--json", action="store_true", help="print findings as JSON")
+    args = parser.parse_args(argv)
+    findings = analyze(load_dumps(args.paths))
+    culprits = sorted({r for kind, ranks, _ in findings if kind != "error" for r in ranks})
+    if args.json:
+        print(json.dumps({"culprits": culprits,
+                          "findings": [{"kind": k, "ranks": r, "text": t} for k, r, t in findings]}))
+    else:
+        for _, _, text in findings:
+            print(text)
+        print(f"suspect rank(s): {culprits}" if culprits else "all ranks agree; nothing diverged")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

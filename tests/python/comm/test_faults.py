@@ -1,0 +1,74 @@
+"""Fault injection: dead ranks, abort, timeouts, the flight recorder and
+braze-fr, in-place reconfiguration."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import workers
+from group import run_group
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_dead_rank_then_reconfigure(backend, when, tmp_path):
+    world, victim, timeout = 3, 2, 3.0
+    results = run_group(workers.fault, world, backend, args=(victim, when, str(tmp_path)), comm_timeout=timeout,
+                        options={"dump_dir": str(tmp_path)}, expect_dead=(victim,), deadline=60)
+    assert sorted(results) == [0, 1]
+    for old_rank, r in results.items():
+        assert r["error"] in ("CommRankFailed", "CommTimeout"), r
+        assert r["detected_s"] < timeout + 0.5, r
+        assert r["aborts"] == ["all_reduce"], r  # abort hooks ran, naming the failed op
+        assert (r["rank"], r["world"], r["ok"]) == (old_rank, 2, True), r
+    # Survivors dumped; braze-fr names the dead rank.
+    out = subprocess.run([sys.executable, "-m", "braze.tools.fr", "--json", str(tmp_path)],
+                         capture_output=True, text=True, timeout=30)
+    report = json.loads(out.stdout)
+    assert out.returncode == 1 and report["culprits"] == [victim], report
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_abort_fails_pending_and_later_ops(backend):
+    r = run_group(workers.abort_pending, 2, backend)[1]
+    assert r == {"kinds": ["pending", "later"], "prompt": True, "aborted": True}
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_timeout_names_op_seq_and_missing_rank(backend, tmp_path):
+    results = run_group(workers.timeout_names_missing, 3, backend, args=(str(tmp_path),), comm_timeout=1.0)
+    for rank in (0, 1):
+        assert results[rank]["missing"] == [2], results[rank]
+        assert "all_reduce (seq 1) timed out" in results[rank]["message"]
+
+
+def test_flight_recorder_dump_on_demand(tmp_path):
+    entries = run_group(workers.flight_dump, 2, "shm", args=(str(tmp_path),), options={"record_stack": True})[0]
+    assert [(e["seq"], e["op"], e["state"]) for e in entries] == [(0, "all_reduce", "completed"),
+                                                                  (1, "barrier", "completed")]
+    assert "workers.py" in entries[0]["stack"] and entries[0]["t_completed"] >= entries[0]["t_started"] > 0
+    script = os.path.join(os.path.dirname(sys.executable), "braze-fr")  # the installed console script
+    out = subprocess.run([script, str(tmp_path)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and "nothing diverged" in out.stdout
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_divergent_op_is_a_mismatch_and_braze_fr_names_it(backend, tmp_path):
+    results = run_group(workers.diverge, 3, backend, args=(str(tmp_path),))
+    assert all("disagree" in msg for msg in results.values()), results
+    out = subprocess.run([sys.executable, "-m", "braze.tools.fr", "--json", str(tmp_path)], capture_output=True,
+                         text=True, timeout=30)
+    report = json.loads(out.stdout)
+    assert report["culprits"] == [1] and report["findings"][0]["kind"] == "diverged", report
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_replacement_rank_joins_survivors(backend):
+    results = run_group(workers.replace_dead_rank, 3, backend, args=(backend,), comm_timeout=3.0,
+                        expect_dead=(2,), deadline=60)
+    assert results[0]["joiner"] == [18.0] * 7  # 1 + 2 + 3, then summed over 3 ranks again
+    for r in results.values():
+        assert r["mine"] == [18.0] * 7 and r["world"] == 3
