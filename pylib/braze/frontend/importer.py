@@ -46,7 +46,6 @@ class ImportedGraph:
     """A graph imported into `module`, with what a caller needs to run it."""
 
     module: Module
-    arg_names: list[str]
     parameter_names: list[str]
     none_outputs: list[int] = field(default_factory=list)
 
@@ -103,9 +102,8 @@ def import_graph(
     graph = graph_module.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     args = [n for n in placeholders if n.name not in parameters]
-    output = next(n for n in graph.nodes if n.op == "output")
-    results = list(fx.node.map_aggregate(output.args[0], lambda x: x))
-    results = results if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
+    outputs = next(n for n in graph.nodes if n.op == "output").args[0]
+    results = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     none_outputs = [i for i, r in enumerate(results) if r is None]
     results = [r for r in results if r is not None]
 
@@ -135,8 +133,7 @@ def import_graph(
             module.operation.verify()
         except ir.MLIRError as error:
             raise BrazeError.from_mlir("the imported module is invalid (a braze bug)", error) from None
-    return ImportedGraph(Module(module), [n.name for n in args],
-                         sorted(set(parameters.values())), none_outputs)
+    return ImportedGraph(Module(module), sorted(set(parameters.values())), none_outputs)
 
 
 class _NodeImporter:

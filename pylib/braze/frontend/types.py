@@ -45,7 +45,3 @@ def tensor_type(meta: torch.Tensor) -> ir.RankedTensorType:
         for d in meta.shape
     ]
     return ir.RankedTensorType.get(shape, element_type(meta.dtype))
-
-
-def is_float(dtype: torch.dtype) -> bool:
-    return dtype.is_floating_point

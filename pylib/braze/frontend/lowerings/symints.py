@@ -5,6 +5,7 @@ import operator
 import torch
 from mlir.dialects import arith
 
+from braze.frontend.builder import shape_of
 from braze.frontend.lowerings import lowers
 
 aten = torch.ops.aten
@@ -12,7 +13,7 @@ aten = torch.ops.aten
 
 @lowers(aten.sym_size.int)
 def sym_size(b, x, dim):
-    return b.size(x, dim % len(b.node.args[0].meta["val"].shape))
+    return b.size(x, dim % len(shape_of(x)))
 
 
 def _index_binary(op_class):
