@@ -514,4 +514,113 @@ def Braze_YieldOp : Braze_Op<"yield", [Pure, Terminator, HasParent<"GroupOp">]> 
   let builders = [OpBuilder<(ins), [{ /* nothing */ }]>];
 }
 
+
+//===----------------------------------------------------------------------===//
+// The kernel form: what every code generator prints
+//===----------------------------------------------------------------------===//
+
+// Pure: a kernel writes only its own results (value semantics on tensors).
+def Braze_KernelOp : Braze_Op<"kernel", [IsolatedFromAbove, Pure,
+    SingleBlock, NoTerminator,
+    AttrSizedOperandSegments]> {
+  let summary = "one kernel: an iteration domain and a scalar body";
+  let description = [{
+    The body computes one point of the iteration domain `domain` (one extent
+    per dim, `?` extents given by `index` operands). The dims listed in
+    `reduce` are reduction dims, the others parallel. The block arguments are
+    the point's indices (one per dim), the domain's extents (one per dim) and
+    the kernel's input tensors, in that order.
+
+    Inputs are read with upstream `tensor.extract` at indices computed from
+    the point (for broadcasting, a dim of size 1 reads index 0). The body is
+    scalar `arith`/`math` plus `braze.reduce`, whose result is the reduction
+    of its operand over all reduction dims: values that do not depend on a
+    reduction index are per-parallel-point values. `braze.store` writes a
+    result element; every element of every result is stored exactly once:
+    a store whose index in a parallel dim is the constant 0 happens at the
+    points where that dim's index is 0.
+
+    Nothing in the form is target-specific: the C++ emitter loops over the
+    parallel points and recomputes the body's pointwise values in one loop
+    over the reduction dims per reduction; a GPU emitter keeps a row in
+    registers.
+
+    ```mlir
+    %y = braze.kernel ins(%x : tensor<?x64xf32>) domain [%n, 64] reduce [1]
+        : tensor<?x64xf32> {
+    ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<?x64xf32>):
+      %v = tensor.extract %a[%i, %j] : tensor<?x64xf32>
+      %m = braze.reduce "max" %v : f32 -> f32
+      %d = arith.subf %v, %m : f32
+      braze.store %d, 0 [%i, %j] : f32
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       Variadic<Index>:$dynamic_domain,
+                       DenseI64ArrayAttr:$static_domain,
+                       DenseI64ArrayAttr:$reduce);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)`
+    `domain` custom<DynamicIndexList>($dynamic_domain, $static_domain)
+    `reduce` $reduce attr-dict-with-keyword `:` type($results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The number of dims of the iteration domain.
+    unsigned getRank() { return getStaticDomain().size(); }
+    /// Block argument: the index of the point in dim `dim`.
+    mlir::BlockArgument getIndex(unsigned dim) {
+      return getBody().front().getArgument(dim);
+    }
+    /// Block argument: the extent of dim `dim`.
+    mlir::BlockArgument getExtent(unsigned dim) {
+      return getBody().front().getArgument(getRank() + dim);
+    }
+    /// Block argument: input tensor `number`.
+    mlir::BlockArgument getInputArgument(unsigned number) {
+      return getBody().front().getArgument(2 * getRank() + number);
+    }
+  }];
+}
+
+def Braze_ReduceOp : Braze_Op<"reduce", [Pure, HasParent<"KernelOp">]> {
+  let summary = "reduction of a scalar over the kernel's reduction dims";
+  let description = [{
+    `kind` is one of `add`, `max`, `min` (NaN-propagating for floats), `and`,
+    `or` (on `i1`) and `argmax` (the `i64` row-major index, over the
+    reduction dims, of the first maximum; NaN counts as the maximum). The
+    result depends on the parallel indices only.
+
+    ```mlir
+    %s = braze.reduce "add" %e : f32 -> f32
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[AnyFloat, AnySignlessInteger]>:$value,
+                       StrAttr:$kind);
+  let results = (outs AnyTypeOf<[AnyFloat, AnySignlessInteger]>:$result);
+  let assemblyFormat =
+      "$kind $value attr-dict `:` type($value) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Braze_StoreOp : Braze_Op<"store", [HasParent<"KernelOp">]> {
+  let summary = "writes one element of a kernel result";
+  let description = [{
+    Writes `value` into result number `result` of the enclosing kernel at
+    `indices` (one per dim of that result).
+
+    ```mlir
+    braze.store %v, 0 [%i, %j] : f32
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[AnyFloat, AnySignlessInteger]>:$value,
+                       I64Attr:$result, Variadic<Index>:$indices);
+  let assemblyFormat =
+      "$value `,` $result ` ` `[` $indices `]` attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
 #endif // BRAZE_OPS

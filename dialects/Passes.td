@@ -96,4 +96,55 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
   ];
 }
 
+
+//===----------------------------------------------------------------------===//
+// Lowering to the kernel form
+//===----------------------------------------------------------------------===//
+
+def BrazeLowerKernels : Pass<"braze-lower-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Lower fusion groups and lone pointwise ops to braze.kernel";
+  let description = [{
+    Every `braze.group`, and every pointwise op or reduction outside a group,
+    becomes one `braze.kernel`: the iteration domain is the group's (its ops'
+    broadcast domains; the reduced dims of its reductions are the kernel's
+    reduction dims), dynamic extents are read with `tensor.dim` from an input
+    that has them, inputs are read with `tensor.extract` at broadcast indices,
+    each tensor op becomes its scalar `arith`/`math` computation, reductions
+    become `braze.reduce` (a mean divides the sum by the reduced element
+    count) and each group result becomes a `braze.store`.
+
+    ```mlir
+    %e = braze.group ins(%x) : (tensor<?x64xf32>) -> tensor<?x64xf32> {
+    ^bb0(%a: tensor<?x64xf32>):
+      %m = braze.max %a dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
+      %d = braze.sub %a, %m : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
+      braze.yield %d : tensor<?x64xf32>
+    }
+    ```
+    becomes
+    ```mlir
+    %c0 = arith.constant 0 : index
+    %n = tensor.dim %x, %c0 : tensor<?x64xf32>
+    %e = braze.kernel ins(%x : tensor<?x64xf32>) domain [%n, 64] reduce [1]
+        : tensor<?x64xf32> {
+    ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<?x64xf32>):
+      %v = tensor.extract %a[%i, %j] : tensor<?x64xf32>
+      %m = braze.reduce "max" %v : f32 -> f32
+      %d = arith.subf %v, %m : f32
+      braze.store %d, 0 [%i, %j] : f32
+    }
+    ```
+
+    Layout ops, matrix products, constants and parameters stay as they are:
+    they are views or library calls for the runtime. A group that is not one
+    domain (ranks differ, or reductions over different dims) is an error.
+  }];
+  let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "Kernels created">,
+  ];
+}
+
 #endif // BRAZE_PASSES

@@ -2,6 +2,7 @@
 
 #include "Dialect/BrazeDialect.h"
 #include "Dialect/BrazeOps.h"
+#include "Transforms/IterationDomain.h"
 #include "Transforms/Passes.h"
 
 #include "mlir/Analysis/TopologicalSortUtils.h"
@@ -24,8 +25,6 @@ using namespace mlir;
 using namespace braze;
 
 namespace {
-bool isReduction(Operation *op) { return op->hasTrait<ReductionTrait>(); }
-
 bool isFusible(Operation *op) {
   return op->hasTrait<PointwiseTrait>() || isReduction(op) ||
          isa<ExpandOp>(op);
@@ -39,41 +38,6 @@ bool isSplatConstant(Operation *op) {
 
 /// A reduction whose result broadcasts back over its input's domain.
 bool keepsDims(Operation *op) { return op->hasAttr("keepdim"); }
-
-/// The shape an op iterates over: its result's, or a reduction's input's.
-ArrayRef<int64_t> domainOf(Operation *op) {
-  Value shaped = isReduction(op) ? op->getOperand(0) : op->getResult(0);
-  return cast<RankedTensorType>(shaped.getType()).getShape();
-}
-
-/// Two domains fit one kernel when they have one rank and broadcast.
-std::optional<SmallVector<int64_t>> mergeDomains(ArrayRef<int64_t> a,
-                                                 ArrayRef<int64_t> b) {
-  if (a.size() != b.size())
-    return std::nullopt;
-  SmallVector<int64_t> merged;
-  for (auto [x, y] : llvm::zip_equal(a, b)) {
-    if (x == y || y == 1) {
-      merged.push_back(x);
-    } else if (x == 1) {
-      merged.push_back(y);
-    } else if (ShapedType::isDynamic(x) || ShapedType::isDynamic(y)) {
-      // The ops relating them broadcast, so the sizes agree at run time.
-      merged.push_back(ShapedType::isDynamic(x) ? y : x);
-    } else {
-      return std::nullopt;
-    }
-  }
-  return merged;
-}
-
-/// The dims a reduction reduces; empty for other ops.
-SmallVector<int64_t> reducedDims(Operation *op) {
-  if (!isReduction(op))
-    return {};
-  return SmallVector<int64_t>(
-      cast<DenseI64ArrayAttr>(op->getInherentAttr("dims").value()).asArrayRef());
-}
 
 /// The fusion groups of one block, built by merging producers into
 /// consumers in program order.

@@ -471,3 +471,101 @@ func.func @group_capture(%x: tensor<4xf32>) {
   }
   return
 }
+
+// -----
+
+func.func @kernel_extents(%x: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'braze.kernel' op has 1 dynamic extent(s) in its domain but 0 extent operand(s)}}
+  %r = "braze.kernel"(%x) <{operandSegmentSizes = array<i32: 1, 0>, static_domain = array<i64: -9223372036854775808>, reduce = array<i64>}> ({
+  ^bb0(%i: index, %n: index, %a: tensor<?xf32>):
+    %v = tensor.extract %a[%i] : tensor<?xf32>
+    braze.store %v, 0 [%i] : f32
+  }) : (tensor<?xf32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+func.func @kernel_arguments(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'braze.kernel' op body must take 1 indices, 1 extents and 1 input(s) (3 arguments), but takes 2}}
+  %r = braze.kernel ins(%x : tensor<4xf32>) domain [4] reduce [] : tensor<4xf32> {
+  ^bb0(%i: index, %a: tensor<4xf32>):
+    %v = tensor.extract %a[%i] : tensor<4xf32>
+    braze.store %v, 0 [%i] : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @kernel_reduce_dims(%x: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'braze.kernel' op reduce dims must be strictly increasing and in [0, 1), got [1]}}
+  %r = braze.kernel ins(%x : tensor<4xf32>) domain [4] reduce [1] : tensor<f32> {
+  ^bb0(%i: index, %n: index, %a: tensor<4xf32>):
+    %v = tensor.extract %a[%i] : tensor<4xf32>
+    braze.store %v, 0 [] : f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+func.func @kernel_unstored(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{'braze.kernel' op never stores result #1}}
+  %r:2 = braze.kernel ins(%x : tensor<4xf32>) domain [4] reduce [] : tensor<4xf32>, tensor<4xf32> {
+  ^bb0(%i: index, %n: index, %a: tensor<4xf32>):
+    %v = tensor.extract %a[%i] : tensor<4xf32>
+    braze.store %v, 0 [%i] : f32
+  }
+  return %r#0, %r#1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+func.func @reduce_kind(%x: tensor<4xf32>) -> tensor<f32> {
+  %r = braze.kernel ins(%x : tensor<4xf32>) domain [4] reduce [0] : tensor<f32> {
+  ^bb0(%i: index, %n: index, %a: tensor<4xf32>):
+    %v = tensor.extract %a[%i] : tensor<4xf32>
+    // expected-error @+1 {{'braze.reduce' op unknown reduction kind 'and' for 'f32' (add, max, min, argmax; and, or on i1)}}
+    %s = braze.reduce "and" %v : f32 -> f32
+    braze.store %s, 0 [] : f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+func.func @reduce_argmax_type(%x: tensor<4xf32>) -> tensor<f32> {
+  %r = braze.kernel ins(%x : tensor<4xf32>) domain [4] reduce [0] : tensor<f32> {
+  ^bb0(%i: index, %n: index, %a: tensor<4xf32>):
+    %v = tensor.extract %a[%i] : tensor<4xf32>
+    // expected-error @+1 {{'braze.reduce' op result must be 'i64' for 'argmax' of 'f32'}}
+    %s = braze.reduce "argmax" %v : f32 -> f32
+    braze.store %s, 0 [] : f32
+  }
+  return %r : tensor<f32>
+}
+
+// -----
+
+func.func @store_rank(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = braze.kernel ins(%x : tensor<4xf32>) domain [4] reduce [] : tensor<4xf32> {
+  ^bb0(%i: index, %n: index, %a: tensor<4xf32>):
+    %v = tensor.extract %a[%i] : tensor<4xf32>
+    // expected-error @+1 {{'braze.store' op has 2 index(es) for result #0 of rank 1}}
+    braze.store %v, 0 [%i, %i] : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @store_type(%x: tensor<4xf32>) -> tensor<4xf16> {
+  %r = braze.kernel ins(%x : tensor<4xf32>) domain [4] reduce [] : tensor<4xf16> {
+  ^bb0(%i: index, %n: index, %a: tensor<4xf32>):
+    %v = tensor.extract %a[%i] : tensor<4xf32>
+    // expected-error @+1 {{'braze.store' op stores 'f32' into result #0 of 'tensor<4xf16>'}}
+    braze.store %v, 0 [%i] : f32
+  }
+  return %r : tensor<4xf16>
+}

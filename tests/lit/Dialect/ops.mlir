@@ -197,3 +197,24 @@ func.func @group(%x: tensor<?x64xf32>, %w: tensor<64xf32>) -> (tensor<?x64xf32>,
   }
   return %r#0, %r#1 : tensor<?x64xf32>, tensor<?x1xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @kernel
+// CHECK: braze.kernel ins(%{{.*}} : tensor<?x8xf32>) domain [%{{.*}}, 8] reduce [1] : tensor<?x8xf32>, tensor<?xi64> {
+// CHECK: braze.reduce "max" %{{.*}} : f32 -> f32
+// CHECK: braze.reduce "argmax" %{{.*}} : f32 -> i64
+// CHECK: braze.store %{{.*}}, 0 [%{{.*}}, %{{.*}}] : f32
+// CHECK: braze.store %{{.*}}, 1 [%{{.*}}] : i64
+func.func @kernel(%x: tensor<?x8xf32>, %n: index) -> (tensor<?x8xf32>, tensor<?xi64>) {
+  %r:2 = braze.kernel ins(%x : tensor<?x8xf32>) domain [%n, 8] reduce [1] : tensor<?x8xf32>, tensor<?xi64> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<?x8xf32>):
+    %v = tensor.extract %a[%i, %j] : tensor<?x8xf32>
+    %m = braze.reduce "max" %v : f32 -> f32
+    %k = braze.reduce "argmax" %v : f32 -> i64
+    %d = arith.subf %v, %m : f32
+    braze.store %d, 0 [%i, %j] : f32
+    braze.store %k, 1 [%i] : i64
+  }
+  return %r#0, %r#1 : tensor<?x8xf32>, tensor<?xi64>
+}

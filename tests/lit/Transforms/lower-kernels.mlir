@@ -1,0 +1,145 @@
+// RUN: braze-opt %s -braze-lower-kernels -split-input-file -verify-diagnostics | FileCheck %s
+
+// Tests that a softmax group becomes one kernel: a dynamic extent read from
+// the input, broadcast loads, reductions as braze.reduce, one store.
+// CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[B:.*]]: tensor<64xf32>)
+// CHECK: %[[C0:.*]] = arith.constant 0 : index
+// CHECK: %[[N:.*]] = tensor.dim %[[X]], %[[C0]] : tensor<?x64xf32>
+// CHECK: %[[K:.*]] = braze.kernel ins(%[[X]], %[[B]] : tensor<?x64xf32>, tensor<64xf32>) domain [%[[N]], 64] reduce [1] : tensor<?x64xf32> {
+// CHECK: ^bb0(%[[I:.*]]: index, %[[J:.*]]: index, %{{.*}}: index, %{{.*}}: index, %[[A:.*]]: tensor<?x64xf32>, %[[W:.*]]: tensor<64xf32>):
+// CHECK:   %[[XV:.*]] = tensor.extract %[[A]][%[[I]], %[[J]]] : tensor<?x64xf32>
+// CHECK:   %[[WV:.*]] = tensor.extract %[[W]][%[[J]]] : tensor<64xf32>
+// CHECK:   %[[Y:.*]] = arith.addf %[[XV]], %[[WV]] : f32
+// CHECK:   %[[M:.*]] = braze.reduce "max" %[[Y]] : f32 -> f32
+// CHECK:   %[[D:.*]] = arith.subf %[[Y]], %[[M]] : f32
+// CHECK:   %[[E:.*]] = math.exp %[[D]] : f32
+// CHECK:   %[[S:.*]] = braze.reduce "add" %[[E]] : f32 -> f32
+// CHECK:   %[[Q:.*]] = arith.divf %[[E]], %[[S]] : f32
+// CHECK:   braze.store %[[Q]], 0 [%[[I]], %[[J]]] : f32
+// CHECK: return %[[K]]
+func.func @softmax(%x: tensor<?x64xf32>, %b: tensor<64xf32>) -> tensor<?x64xf32> {
+  %r = braze.group ins(%x, %b) : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32> {
+  ^bb0(%a: tensor<?x64xf32>, %w: tensor<64xf32>):
+    %y = braze.add %a, %w : tensor<?x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
+    %m = braze.max %y dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
+    %d = braze.sub %y, %m : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
+    %e = braze.exp %d : tensor<?x64xf32>
+    %s = braze.sum %e dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
+    %q = braze.div %e, %s : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
+    braze.yield %q : tensor<?x64xf32>
+  }
+  return %r : tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that a lone op becomes a kernel of its own, that a splat constant
+// input becomes a scalar constant, that a size-1 dim loads index 0, and that
+// a mean divides by the reduced element count.
+// CHECK-LABEL: func.func @lone_ops
+// CHECK: braze.kernel ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<1x8xf32>) domain [4, 8] reduce [] : tensor<4x8xf32>
+// CHECK:   %[[C0:.*]] = arith.constant 0 : index
+// CHECK:   tensor.extract %{{.*}}[%[[C0]], %{{.*}}] : tensor<1x8xf32>
+// CHECK:   arith.mulf
+// CHECK: braze.kernel ins(%{{.*}} : tensor<4x8xf32>) domain [4, 8] reduce [] : tensor<4x8xf32>
+// CHECK:   %[[V:.*]] = tensor.extract
+// CHECK:   %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK:   arith.addf %[[V]], %[[HALF]] : f32
+// CHECK: braze.kernel ins(%{{.*}} : tensor<4x8xf32>) domain [4, 8] reduce [0, 1] : tensor<f32>
+// CHECK: ^bb0(%{{.*}}: index, %{{.*}}: index, %[[N0:.*]]: index, %[[N1:.*]]: index, %{{.*}}: tensor<4x8xf32>):
+// CHECK:   %[[SUM:.*]] = braze.reduce "add" %{{.*}} : f32 -> f32
+// CHECK:   %[[COUNT:.*]] = arith.muli %[[N0]], %[[N1]] : index
+// CHECK:   %[[I64:.*]] = arith.index_cast %[[COUNT]] : index to i64
+// CHECK:   %[[F:.*]] = arith.sitofp %[[I64]] : i64 to f32
+// CHECK:   %[[MEAN:.*]] = arith.divf %[[SUM]], %[[F]] : f32
+// CHECK:   braze.store %[[MEAN]], 0 [] : f32
+func.func @lone_ops(%x: tensor<4x8xf32>, %s: tensor<1x8xf32>) -> tensor<f32> {
+  %c = braze.constant dense<0.5> : tensor<f32>
+  %m = braze.mul %x, %s : tensor<4x8xf32>, tensor<1x8xf32> -> tensor<4x8xf32>
+  %a = braze.add %m, %c : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %r = braze.mean %a dims [0, 1] : tensor<4x8xf32> -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// Tests PyTorch's conversion rules and comparisons on i1 (unsigned).
+// CHECK-LABEL: func.func @casts
+// CHECK: arith.cmpf une, %{{.*}}, %{{.*}} : f32
+// CHECK: arith.extui %{{.*}} : i1 to i64
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i1
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+func.func @casts(%x: tensor<4xf32>, %b: tensor<4xi1>, %h: tensor<4xbf16>) -> (tensor<4xi1>, tensor<4xi64>, tensor<4xi1>, tensor<4xf16>) {
+  %0 = braze.cast %x : tensor<4xf32> to tensor<4xi1>
+  %1 = braze.cast %b : tensor<4xi1> to tensor<4xi64>
+  %2 = braze.lt %b, %0 : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  %3 = braze.cast %h : tensor<4xbf16> to tensor<4xf16>
+  return %0, %1, %2, %3 : tensor<4xi1>, tensor<4xi64>, tensor<4xi1>, tensor<4xf16>
+}
+
+// -----
+
+// Tests that a rank-dropping reduction stores without its reduced dims and a
+// keepdim one at index 0 of them; argmax gives i64.
+// CHECK-LABEL: func.func @stores
+// CHECK: braze.kernel {{.*}} domain [3, 5] reduce [1] : tensor<3xi64>, tensor<3x1xf32>
+// CHECK: ^bb0(%[[I:[^:]*]]: index, %{{.*}}: index,
+// CHECK: %[[ARG:.*]] = braze.reduce "argmax" %{{.*}} : f32 -> i64
+// CHECK: %[[MIN:.*]] = braze.reduce "min" %{{.*}} : f32 -> f32
+// CHECK: braze.store %[[ARG]], 0 [%[[I]]] : i64
+// CHECK: %[[Z:.*]] = arith.constant 0 : index
+// CHECK: braze.store %[[MIN]], 1 [%[[I]], %[[Z]]] : f32
+func.func @stores(%x: tensor<3x5xf32>) -> (tensor<3xi64>, tensor<3x1xf32>) {
+  %r:2 = braze.group ins(%x) : (tensor<3x5xf32>) -> (tensor<3xi64>, tensor<3x1xf32>) {
+  ^bb0(%a: tensor<3x5xf32>):
+    %e = braze.exp %a : tensor<3x5xf32>
+    %i = braze.argmax %e dims [1] : tensor<3x5xf32> -> tensor<3xi64>
+    %m = braze.min %e dims [1] keepdim : tensor<3x5xf32> -> tensor<3x1xf32>
+    braze.yield %i, %m : tensor<3xi64>, tensor<3x1xf32>
+  }
+  return %r#0, %r#1 : tensor<3xi64>, tensor<3x1xf32>
+}
+
+// -----
+
+// Tests that ops outside the kernel form stay: matrix products and layout.
+// CHECK-LABEL: func.func @untouched
+// CHECK-NOT: braze.kernel
+// CHECK: braze.matmul
+// CHECK: braze.permute
+func.func @untouched(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<4x2xf32> {
+  %m = braze.matmul %a, %b : tensor<2x3xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+  %p = braze.permute %m [1, 0] : tensor<2x4xf32> -> tensor<4x2xf32>
+  return %p : tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that a group whose reductions reduce different dims is refused.
+func.func @two_reductions(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %r = braze.group ins(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %s = braze.sum %a dims [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+    // expected-error @+1 {{'braze.max' op reduces dims [0] but its kernel already reduces [1]}}
+    %m = braze.max %a dims [0] keepdim : tensor<4x8xf32> -> tensor<1x8xf32>
+    %d = braze.sub %s, %m : tensor<4x1xf32>, tensor<1x8xf32> -> tensor<4x8xf32>
+    braze.yield %d : tensor<4x8xf32>
+  }
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a group whose ops have different ranks is refused.
+func.func @ranks(%x: tensor<4x8xf32>, %v: tensor<8xf32>) -> tensor<4x8xf32> {
+  %r = braze.group ins(%x, %v) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>, %w: tensor<8xf32>):
+    %e = braze.exp %w : tensor<8xf32>
+    // expected-error @+1 {{'braze.add' op does not share its kernel's iteration domain}}
+    %s = braze.add %a, %e : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    braze.yield %s : tensor<4x8xf32>
+  }
+  return %r : tensor<4x8xf32>
+}
