@@ -4,15 +4,22 @@ from braze.errors import BrazeError
 from braze.ir import Module, parse
 from braze.passes import register_pass, run_pipeline
 
-__all__ = ["BrazeError", "ExportedProgram", "Module", "export", "parse", "register_pass", "run_pipeline"]
+__all__ = ["BrazeError", "ExportedProgram", "Module", "compile", "compile_mlir", "export", "parse",
+           "register_pass", "run_pipeline"]
 
 _TORCH_API = {"export", "ExportedProgram"}
+_COMPILER_API = {"compile", "compile_mlir"}
 
 
 def __getattr__(name):
-    # The PyTorch frontend loads torch; keep `import braze` light without it.
+    # The PyTorch frontend and the runtime load torch; keep `import braze`
+    # light without it.
     if name in _TORCH_API:
         from braze import frontend
 
         return getattr(frontend, name)
+    if name in _COMPILER_API:
+        from braze import compiler
+
+        return getattr(compiler, name)
     raise AttributeError(f"module 'braze' has no attribute {name!r}")

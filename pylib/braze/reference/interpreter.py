@@ -163,10 +163,10 @@ class Interpreter:
             operands = [values[operand] for operand in inner.operation.operands]
             if name == terminator:
                 return operands
-            values.update(zip(inner.operation.results, self._run_op(inner, operands)))
+            values.update(zip(inner.operation.results, self.run_op(inner, operands)))
         raise op_error(op, f"ends without {terminator}")
 
-    def _run_op(self, op, operands: list) -> list:
+    def run_op(self, op, operands: list) -> list:
         name = op.operation.name
         handler = HANDLERS.get(name)
         if handler is None:

@@ -1,0 +1,1 @@
+"""Code generators: each prints the kernel form for one target."""

@@ -1,0 +1,146 @@
+"""The CPU compiler driver: braze IR -> passes -> kernel form -> C++ ->
+native library -> `Program`.
+
+`compile_mlir(module_or_text, target="cpu")` compiles IR; `compile(model,
+example_args, ...)` captures a PyTorch model with `braze.export` first.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from braze.errors import BrazeError
+from braze.ir import Module, parse
+from braze.passes import run_pipeline
+
+TARGETS = ("cpu",)
+
+DEFAULT_OPTIONS = {
+    # Fuse pointwise chains and reductions into one kernel each.
+    "fuse": True,
+    # Groups a cheap shared pointwise op may be recomputed in (see
+    # braze-fuse-pointwise).
+    "recompute_limit": 2,
+    # Directory of the compiled-library cache (default: BRAZE_CACHE_DIR).
+    "cache_dir": None,
+}
+
+
+def _options(options: dict | None) -> dict:
+    merged = dict(DEFAULT_OPTIONS)
+    for key, value in (options or {}).items():
+        if key not in DEFAULT_OPTIONS:
+            known = ", ".join(sorted(DEFAULT_OPTIONS))
+            raise BrazeError(f"unknown compile option {key!r} (known: {known})")
+        merged[key] = value
+    return merged
+
+
+def _check_target(target: str) -> None:
+    if target not in TARGETS:
+        raise BrazeError(f"unknown target {target!r}; this build compiles for: {', '.join(TARGETS)}")
+
+
+def pipeline(options: dict) -> str:
+    """The pass pipeline that takes captured IR to the kernel form."""
+    fuse = f"braze-fuse-pointwise{{recompute-limit={int(options['recompute_limit'])}}}," if options["fuse"] else ""
+    return f"braze-simplify,func.func({fuse}braze-lower-kernels),cse"
+
+
+class CompiledProgram:
+    """A compiled module's entry function; call it like `braze.reference.run`
+    (tensors or numpy arrays in, a list of results out)."""
+
+    def __init__(self, module: Module, program, stats: dict):
+        self.module = module
+        self.program = program
+        self.stats = stats
+
+    @property
+    def source_path(self):
+        return self.stats.get("source")
+
+    def __call__(self, *arguments):
+        return self.program(*arguments)
+
+
+def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, Any] | None = None,
+                 entry: str | None = None, options: dict | None = None) -> CompiledProgram:
+    """Compiles IR (a `braze.Module`, an `mlir.ir.Module` or its text) for
+    `target`. The caller's module is not modified."""
+    from mlir import ir
+
+    from braze.codegen.cpp.emitter import emit
+    from braze.reference.interpreter import _functions, select_entry
+    from braze.runtime.executor import Program
+    from braze.runtime.native_cache import NativeCache
+
+    _check_target(target)
+    options = _options(options)
+    started = time.perf_counter()
+    # A private copy, locations kept, for the passes to rewrite.
+    if isinstance(module_or_text, str):
+        module = parse(module_or_text)
+    elif isinstance(module_or_text, (Module, ir.Module)):
+        module = parse(module_or_text.operation.get_asm(enable_debug_info=True))
+    else:
+        raise BrazeError(f"compile_mlir expects a braze.Module, an mlir.ir.Module or IR text, "
+                         f"got {type(module_or_text).__name__}")
+    run_pipeline(module, pipeline(options))
+    module_op = module.mlir_module.operation
+    func = select_entry(_functions(module_op), entry)
+    kernels = [op for op in func.regions[0].blocks[0].operations if op.operation.name == "braze.kernel"]
+    unit = emit(kernels)
+    cache = NativeCache(directory=options["cache_dir"])
+    compilations = cache.compilations
+    library = cache.load(unit.source) if kernels else None
+    program = Program(module_op, func, library, list(unit.kernels.values()), parameters)
+    stats = {
+        "kernels": program.kernel_count,
+        "gemms": program.library_calls,
+        "cache_hit": bool(kernels) and cache.compilations == compilations,
+        "compile_seconds": time.perf_counter() - started,
+        "source": cache.entry(unit.source) / "source.cpp" if kernels else None,
+    }
+    return CompiledProgram(module, program, stats)
+
+
+class CompiledModel:
+    """`braze.compile`'s result: called with the model's inputs, returns
+    what the model returns."""
+
+    def __init__(self, exported, compiled: CompiledProgram):
+        self.exported = exported
+        self.compiled = compiled
+        self.stats = compiled.stats
+
+    @property
+    def module(self) -> Module:
+        return self.compiled.module
+
+    def __call__(self, *args, **kwargs):
+        import torch
+        from torch.utils import _pytree as pytree
+
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        if self.exported._in_spec is not None and spec != self.exported._in_spec:
+            raise BrazeError(f"inputs do not match the compiled signature:\n got {spec}\n"
+                             f" expected {self.exported._in_spec}")
+        with torch.no_grad():
+            outputs = self.compiled(*flat)
+        return pytree.tree_unflatten(outputs, self.exported._out_spec)
+
+
+def compile(model, example_args, *, dynamic_shapes=None, target: str = "cpu",
+            options: dict | None = None) -> CompiledModel:
+    """Captures `model(*example_args)` (see `braze.export`) and compiles it
+    for `target`. Dims marked in `dynamic_shapes` stay symbolic: one compile
+    serves every size in their ranges."""
+    from braze.frontend import export
+
+    _check_target(target)
+    _options(options)
+    exported = export(model, example_args, dynamic_shapes=dynamic_shapes)
+    compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)
+    return CompiledModel(exported, compiled)

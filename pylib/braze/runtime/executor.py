@@ -1,0 +1,209 @@
+"""Runs a lowered function: compiled kernels, and host ops through torch.
+
+A `Program` is built once from the function after `braze-lower-kernels`:
+every SSA value gets a slot, constants and parameters are evaluated once, and
+each remaining op becomes a step. At call time the arguments are checked
+(types, static dims, `braze.dims` symbols), then the steps run in order:
+
+* `braze.kernel`: outputs are allocated with torch, then the compiled C++
+  function is called once with pointers and sizes (no copies: inputs are
+  used in place when contiguous);
+* everything else (matrix products through torch's BLAS, views and other
+  layout ops, `tensor.dim` and index arithmetic) runs through the reference
+  interpreter's handlers, so each op has one torch implementation.
+
+Slots are released after their last use, so memory follows the program's
+live values, not its length.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from mlir import ir
+
+from braze import symbolic
+from braze.codegen.cpp.emitter import KernelSpec
+from braze.errors import BrazeError, format_location
+from braze.reference import HANDLERS, Interpreter
+from braze.reference.dtypes import torch_dtype
+from braze.reference.interpreter import check_arguments
+
+# Results of these ops are fresh tensors; any other output may alias an
+# input, a parameter or another output, and is copied before it is returned.
+_FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm"}
+# Evaluated once when the program is built.
+_CONSTANT = {"braze.constant", "braze.parameter", "arith.constant"}
+
+
+@dataclass
+class _Step:
+    run: Callable[[list], None]
+    release: tuple[int, ...] = ()
+
+
+class _KernelCall:
+    """One call of a compiled kernel: allocation, checks, the C call."""
+
+    def __init__(self, function, spec: KernelSpec, op, slots: dict):
+        operands = list(op.operation.operands)
+        self.function = function
+        self.name = spec.name
+        self.location = format_location(op.operation.location)
+        self.inputs = [slots[v] for v in operands[: len(spec.input_types)]]
+        self.dynamic = [slots[v] for v in operands[len(spec.input_types):]]
+        self.outputs = [slots[v] for v in op.operation.results]
+        self.domain = spec.static_domain
+        self.checks = spec.input_checks
+        self.result_shapes = spec.result_shapes
+        self.result_dtypes = [torch_dtype(t.element_type) for t in spec.result_types]
+        self.buffer_count = len(self.inputs) + len(self.outputs)
+        self.size_count = (len(self.domain) + sum(t.rank for t in spec.input_types)
+                           + sum(t.rank for t in spec.result_types))
+
+    def __call__(self, env: list) -> None:
+        dynamic = iter([env[s] for s in self.dynamic])
+        extents = [size if size is not None else next(dynamic) for size in self.domain]
+        inputs = [env[s] for s in self.inputs]
+        for number, dim, domain_dim in self.checks:
+            if inputs[number].shape[dim] != extents[domain_dim]:
+                raise BrazeError(
+                    f"kernel {self.name} at {self.location}: input #{number} dim {dim} is "
+                    f"{inputs[number].shape[dim]} but the kernel's domain has {extents[domain_dim]}")
+        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+        outputs = [
+            torch.empty([s if isinstance(s, int) else extents[s[1]] for s in shape], dtype=dtype)
+            for shape, dtype in zip(self.result_shapes, self.result_dtypes)
+        ]
+        tensors = inputs + outputs
+        buffers = (ctypes.c_void_p * self.buffer_count)(*[t.data_ptr() for t in tensors])
+        sizes = (ctypes.c_int64 * max(self.size_count, 1))(
+            *extents, *[d for t in tensors for d in t.shape])
+        if self.function(buffers, sizes):
+            raise BrazeError(f"kernel {self.name} at {self.location}: integer division by zero")
+        for slot, tensor in zip(self.outputs, outputs):
+            env[slot] = tensor
+
+
+class _HostCall:
+    """An op run through its reference handler (torch CPU ops)."""
+
+    def __init__(self, op, slots: dict, interpreter: Interpreter):
+        self.op = op
+        self.name = op.operation.name
+        self.handler = HANDLERS.get(self.name)
+        if self.handler is None:
+            raise BrazeError(f"the CPU backend cannot run '{self.name}' "
+                             f"(at {format_location(op.operation.location)})")
+        self.operands = [slots[v] for v in op.operation.operands]
+        self.results = [slots[v] for v in op.operation.results]
+        self.interpreter = interpreter
+
+    def __call__(self, env: list) -> None:
+        values = self.handler(self.op, [env[s] for s in self.operands], self.interpreter)
+        for slot, value in zip(self.results, values):
+            env[slot] = value
+
+
+class Program:
+    """A compiled function, callable on torch tensors or numpy arrays."""
+
+    def __init__(self, module_op: ir.Operation, func_op, library, kernels: list[KernelSpec],
+                 parameters: dict[str, Any] | None):
+        """`kernels`: the specs of the function's braze.kernel ops, in order;
+        `library`: the loaded library defining them."""
+        self.module_op = module_op
+        self.func = func_op
+        self.name = func_op.attributes["sym_name"].value
+        self.argument_types = list(func_op.type.inputs)
+        self.library = library
+        interpreter = Interpreter(module_op, parameters)
+        block = func_op.regions[0].blocks[0]
+        slots: dict[ir.Value, int] = {}
+
+        def slot(value: ir.Value) -> int:
+            if value not in slots:
+                slots[value] = len(slots)
+            return slots[value]
+
+        self.argument_slots = [slot(a) for a in block.arguments]
+        template: dict[int, Any] = {}
+        steps: list[tuple[Any, list[int], list[int]]] = []
+        self.output_slots: list[int] = []
+        fresh: set[int] = set()
+        kernel_specs = iter(kernels)
+        for op in block.operations:
+            name = op.operation.name
+            operand_slots = [slot(v) for v in op.operation.operands]
+            result_slots = [slot(v) for v in op.operation.results]
+            if name == "func.return":
+                self.output_slots = operand_slots
+                break
+            if name in _CONSTANT:
+                values = interpreter.run_op(op, [])
+                for result, value in zip(result_slots, values):
+                    if isinstance(value, torch.Tensor) and not value.is_contiguous():
+                        value = value.contiguous()
+                    template[result] = value
+                continue
+            if name == "braze.kernel":
+                spec = next(kernel_specs)
+                function = getattr(library, spec.name)
+                function.restype = ctypes.c_int
+                function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+                call = _KernelCall(function, spec, op, slots)
+            else:
+                call = _HostCall(op, slots, interpreter)
+            if name in _FRESH:
+                fresh.update(result_slots)
+            steps.append((call, operand_slots, result_slots))
+        self.kernel_count = sum(isinstance(s[0], _KernelCall) for s in steps)
+        self.library_calls = sum(s[0].name in ("braze.matmul", "braze.bmm", "braze.addmm")
+                                 for s in steps if isinstance(s[0], _HostCall))
+        self.slot_count = len(slots)
+        self.template = [template.get(i) for i in range(self.slot_count)]
+        self.copied_outputs = [i for i, s in enumerate(self.output_slots)
+                               if s not in fresh or self.output_slots.index(s) != i]
+        self.steps = self._with_releases(steps)
+        self._dim_specs = symbolic.function_dim_specs(func_op.operation)
+        self._has_symbols = any(spec is not None for spec in self._dim_specs)
+
+    def _with_releases(self, steps) -> list[_Step]:
+        """Each step, with the slots whose last reader it is."""
+        keep = set(self.output_slots) | set(self.argument_slots) | {
+            i for i, v in enumerate(self.template) if v is not None}
+        last_use: dict[int, int] = {}
+        for number, (_, operands, _) in enumerate(steps):
+            for operand in operands:
+                last_use[operand] = number
+        releases: dict[int, list[int]] = {}
+        for slot_number, step_number in last_use.items():
+            if slot_number not in keep:
+                releases.setdefault(step_number, []).append(slot_number)
+        return [_Step(call, tuple(releases.get(n, ()))) for n, (call, _, _) in enumerate(steps)]
+
+    def __call__(self, *arguments):
+        as_numpy = any(isinstance(a, np.ndarray) for a in arguments)
+        arguments = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in arguments]
+        check_arguments(self.name, self.argument_types, arguments)
+        if self._has_symbols:
+            shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in arguments]
+            symbolic.bind_function_symbols(self.func.operation, self.module_op, shapes)
+        env = list(self.template)
+        for slot_number, value in zip(self.argument_slots, arguments):
+            env[slot_number] = value
+        for step in self.steps:
+            step.run(env)
+            for slot_number in step.release:
+                env[slot_number] = None
+        outputs = [env[s] for s in self.output_slots]
+        for number in self.copied_outputs:
+            if isinstance(outputs[number], torch.Tensor):
+                outputs[number] = outputs[number].clone()
+        if as_numpy:
+            outputs = [o.numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
+        return outputs
