@@ -19,6 +19,8 @@ def main() -> int:
     parser.add_argument("--max-samples", type=int, default=None)
     parser.add_argument("--dtypes", default="float32,int64,bfloat16,bool")
     parser.add_argument("--ops", default="", help="comma-separated OpInfo names (default: all)")
+    parser.add_argument("--backend", default="reference", choices=["reference", "cpu"],
+                        help="run the captured programs on the reference interpreter or compiled for the CPU")
     parser.add_argument("--verbose", action="store_true", help="print why each sample did not pass")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
@@ -31,7 +33,7 @@ def main() -> int:
     for name, info in opinfos().items():
         if wanted and name not in wanted:
             continue
-        results = run_op(info, dtypes, args.max_samples)
+        results = run_op(info, dtypes, args.max_samples, args.backend)
         counts = summarize(results)
         totals.update(counts)
         print(_row(name, counts))

@@ -144,3 +144,15 @@ def compile(model, example_args, *, dynamic_shapes=None, target: str = "cpu",
     exported = export(model, example_args, dynamic_shapes=dynamic_shapes)
     compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)
     return CompiledModel(exported, compiled)
+
+
+def _compile_imported(imported):
+    return compile_mlir(imported.module, "cpu")
+
+
+def dynamo_backend(graph_module, example_inputs, **kwargs):
+    """`torch.compile(model, backend="braze")`: every graph is compiled for
+    the CPU (registered as the torch_dynamo_backends entry point "braze")."""
+    from braze.frontend.dynamo import make_backend
+
+    return make_backend(_compile_imported)(graph_module, example_inputs, **kwargs)

@@ -10,3 +10,27 @@ def clean_registry():
     yield
     registry._passes.clear()
     registry._passes.update(before)
+
+
+class CompilerLog:
+    """Counts the compilations a wrapped $CXX ran."""
+
+    def __init__(self, path):
+        self.path = path
+
+    @property
+    def runs(self) -> int:
+        return len(self.path.read_text().splitlines()) if self.path.exists() else 0
+
+
+@pytest.fixture
+def logging_compiler(tmp_path, monkeypatch):
+    """$CXX that records every compilation in a log, then runs the real
+    compiler (`--version`, asked once per process for the cache key, is not
+    a compilation). Child processes inherit it."""
+    log = tmp_path / "compiler.log"
+    wrapper = tmp_path / "cxx"
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = --version ] || echo run >> "{log}"\nexec c++ "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("CXX", str(wrapper))
+    return CompilerLog(log)

@@ -13,23 +13,6 @@ from braze.runtime.native_cache import NativeCache, cache_dir
 SOURCE = 'extern "C" int add(int a, int b) { return a + b; }\n'
 
 
-@pytest.fixture
-def logging_compiler(tmp_path, monkeypatch):
-    """$CXX that records every compilation in a log, then runs the real
-    compiler (`--version`, asked once per process for the cache key, is not
-    a compilation)."""
-    log = tmp_path / "compiler.log"
-    wrapper = tmp_path / "cxx"
-    wrapper.write_text(f'#!/bin/sh\n[ "$1" = --version ] || echo run >> "{log}"\nexec c++ "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("CXX", str(wrapper))
-    return log
-
-
-def runs(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
-
-
 def test_compiles_loads_and_hits(tmp_path, logging_compiler):
     cache = NativeCache(tmp_path / "cache")
     assert cache.load(SOURCE).add(2, 3) == 5
@@ -39,7 +22,7 @@ def test_compiles_loads_and_hits(tmp_path, logging_compiler):
     assert again.compilations == 0
     entry = cache.entry(SOURCE)
     assert (entry / "source.cpp").read_text() == SOURCE
-    assert runs(logging_compiler) == 1
+    assert logging_compiler.runs == 1
 
 
 def test_another_process_hits_the_cache(tmp_path, logging_compiler):
@@ -53,7 +36,7 @@ def test_another_process_hits_the_cache(tmp_path, logging_compiler):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "0"
-    assert runs(logging_compiler) == 1
+    assert logging_compiler.runs == 1
 
 
 def test_four_processes_compile_one_source_once(tmp_path, logging_compiler):
@@ -67,7 +50,7 @@ def test_four_processes_compile_one_source_once(tmp_path, logging_compiler):
     outputs = [p.communicate(timeout=180) for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
     assert [out.strip() for out, _ in outputs] == ["42"] * 4
-    assert runs(logging_compiler) == 1
+    assert logging_compiler.runs == 1
     entry = NativeCache(tmp_path / "cache").entry(source)
     assert sorted(p.name for p in entry.iterdir() if not p.name.startswith(".")) == [
         "lib.so", "lib.so.sha256", "source.cpp"]

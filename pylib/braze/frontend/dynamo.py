@@ -2,14 +2,17 @@
 
 Graphs go through AOTAutograd with the core aten decompositions, so inference
 graphs and both halves of training graphs arrive as core aten. Each is
-imported into braze; until the CPU backend exists, the compiled function runs
-it on the reference interpreter. A graph with an op braze does not support
-runs in eager PyTorch instead, with one warning naming the op.
+imported into braze and handed to a function that prepares it to run:
+`braze.compiler.dynamo_backend` (registered as "braze") compiles it for the
+CPU, `reference_backend` runs it on the reference interpreter. A graph with
+an op braze does not support runs in eager PyTorch instead, with one warning
+naming the op.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import Callable
 
 import torch
 from torch._functorch.aot_autograd import make_boxed_func
@@ -19,25 +22,24 @@ from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_gr
 _warned_ops: set[str] = set()
 
 
-class ReferenceFunction:
-    """Calls the reference interpreter with AOTAutograd's flat arguments.
+class BoxedFunction:
+    """Runs an imported graph with AOTAutograd's flat arguments.
 
     It takes them boxed (one list it may clear, so inputs can be freed early).
     The flag is an instance attribute: torch._dynamo.disable wraps the
     backward with functools.wraps, which copies only the instance __dict__.
     """
 
-    def __init__(self, imported: ImportedGraph):
+    def __init__(self, imported: ImportedGraph, run: Callable[..., list]):
         self.imported = imported
+        self.run = run
         self._boxed_call = True
 
     def __call__(self, args: list):
-        from braze import reference
-
         inputs = list(args)
         args.clear()
         with torch.no_grad():
-            outputs = reference.run(self.imported.module, *inputs)
+            outputs = self.run(*inputs)
         for i in self.imported.none_outputs:
             outputs.insert(i, None)
         return tuple(outputs)
@@ -50,16 +52,19 @@ def _shape_ranges(example_inputs) -> dict:
     return dict(fake_mode.shape_env.var_to_range)
 
 
-def compile_graph(graph_module: torch.fx.GraphModule, example_inputs):
-    try:
-        imported = import_graph(graph_module, range_constraints=_shape_ranges(example_inputs))
-    except UnsupportedOpError as error:
-        if error.op not in _warned_ops:
-            _warned_ops.add(error.op)
-            warnings.warn(f"braze: {error.op} is not supported; this graph runs in eager "
-                          f"PyTorch ({error.message})", stacklevel=2)
-        return make_boxed_func(graph_module.forward)
-    return ReferenceFunction(imported)
+def _graph_compiler(prepare: Callable[[ImportedGraph], Callable[..., list]]):
+    def compile_graph(graph_module: torch.fx.GraphModule, example_inputs):
+        try:
+            imported = import_graph(graph_module, range_constraints=_shape_ranges(example_inputs))
+        except UnsupportedOpError as error:
+            if error.op not in _warned_ops:
+                _warned_ops.add(error.op)
+                warnings.warn(f"braze: {error.op} is not supported; this graph runs in eager "
+                              f"PyTorch ({error.message})", stacklevel=2)
+            return make_boxed_func(graph_module.forward)
+        return BoxedFunction(imported, prepare(imported))
+
+    return compile_graph
 
 
 def _attention_as_math(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
@@ -85,12 +90,29 @@ def _attention_in_math_form(graph_module: torch.fx.GraphModule) -> None:
     graph_module.recompile()
 
 
-def braze_backend(graph_module: torch.fx.GraphModule, example_inputs, **kwargs):
-    """The entry point registered as torch_dynamo_backends:braze."""
-    from torch._decomp import core_aten_decompositions
-    from torch._dynamo.backends.common import aot_autograd
+def make_backend(prepare: Callable[[ImportedGraph], Callable[..., list]]):
+    """A torch.compile backend: each graph AOTAutograd produces (forward and
+    backward) is imported, and `prepare(imported)` returns the function that
+    runs it on flat inputs."""
 
-    _attention_in_math_form(graph_module)
-    backend = aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
+    def backend(graph_module: torch.fx.GraphModule, example_inputs, **kwargs):
+        from torch._decomp import core_aten_decompositions
+        from torch._dynamo.backends.common import aot_autograd
+
+        _attention_in_math_form(graph_module)
+        compile_graph = _graph_compiler(prepare)
+        aot = aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
                            decompositions=core_aten_decompositions())
-    return backend(graph_module, example_inputs, **kwargs)
+        return aot(graph_module, example_inputs, **kwargs)
+
+    return backend
+
+
+def _on_reference(imported: ImportedGraph) -> Callable[..., list]:
+    from braze import reference
+
+    return lambda *inputs: reference.run(imported.module, *inputs)
+
+
+# Runs every graph on the reference interpreter: the oracle for the backends.
+reference_backend = make_backend(_on_reference)

@@ -80,7 +80,15 @@ TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-7, 1e-7),
               torch.float16: (2e-3, 1e-3), torch.bfloat16: (2e-2, 1e-2)}
 
 
-def run_sample(info, sample, dtype) -> SampleResult:
+def _runner(program, backend: str):
+    """The exported program run by `backend`: "reference" or "cpu"."""
+    if backend == "reference":
+        return program
+    compiled = braze.compile_mlir(program.module, backend, parameters=program.parameters)
+    return lambda *tensors: pytree.tree_unflatten(compiled(*tensors), program._out_spec)
+
+
+def run_sample(info, sample, dtype, backend: str = "reference") -> SampleResult:
     name = f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
     call = ((sample.input, *sample.args), dict(sample.kwargs))
     leaves, spec = pytree.tree_flatten(call)
@@ -103,7 +111,11 @@ def run_sample(info, sample, dtype) -> SampleResult:
             outcome = "error" if "(a braze bug)" in error.message else "unsupported"
         return SampleResult(name, dtype, outcome, error.message.splitlines()[0][:300])
     try:
-        actual = program(*tensors)
+        runner = _runner(program, backend)
+    except braze.BrazeError as error:  # the reference ran it: a backend gap
+        return SampleResult(name, dtype, "error", error.message.splitlines()[0][:300])
+    try:
+        actual = runner(*tensors)
     except braze.BrazeError as error:
         return SampleResult(name, dtype, "unsupported", error.message.splitlines()[0][:300])
     expected_leaves, actual_leaves = pytree.tree_leaves(expected), pytree.tree_leaves(actual)
@@ -120,7 +132,8 @@ def run_sample(info, sample, dtype) -> SampleResult:
     return SampleResult(name, dtype, "pass")
 
 
-def run_op(info, dtypes=(torch.float32,), max_samples: int | None = None) -> list[SampleResult]:
+def run_op(info, dtypes=(torch.float32,), max_samples: int | None = None,
+           backend: str = "reference") -> list[SampleResult]:
     results = []
     for dtype in dtypes:
         if dtype not in info.supported_dtypes("cpu"):
@@ -129,7 +142,7 @@ def run_op(info, dtypes=(torch.float32,), max_samples: int | None = None) -> lis
         for i, sample in enumerate(samples):
             if max_samples is not None and i >= max_samples:
                 break
-            results.append(run_sample(info, sample, dtype))
+            results.append(run_sample(info, sample, dtype, backend))
     return results
 
 
