@@ -111,24 +111,36 @@ class CompiledModel:
     what the model returns."""
 
     def __init__(self, exported, compiled: CompiledProgram):
+        from torch.utils import _pytree as pytree
+
         self.exported = exported
         self.compiled = compiled
         self.stats = compiled.stats
+        in_spec, out_spec = exported._in_spec, exported._out_spec
+        # A model called with positional tensors only, returning one tensor,
+        # needs no pytree work per call.
+        arity = len(compiled.program.argument_types)
+        flat_spec = pytree.tree_flatten(((0,) * arity, {}))[1]
+        self._flat_inputs = arity if in_spec == flat_spec else None
+        self._single_output = out_spec is not None and out_spec.is_leaf()
 
     @property
     def module(self) -> Module:
         return self.compiled.module
 
     def __call__(self, *args, **kwargs):
-        import torch
         from torch.utils import _pytree as pytree
 
-        flat, spec = pytree.tree_flatten((args, kwargs))
-        if self.exported._in_spec is not None and spec != self.exported._in_spec:
-            raise BrazeError(f"inputs do not match the compiled signature:\n got {spec}\n"
-                             f" expected {self.exported._in_spec}")
-        with torch.no_grad():
-            outputs = self.compiled(*flat)
+        if kwargs or self._flat_inputs is None or len(args) != self._flat_inputs:
+            flat, spec = pytree.tree_flatten((args, kwargs))
+            if self.exported._in_spec is not None and spec != self.exported._in_spec:
+                raise BrazeError(f"inputs do not match the compiled signature:\n got {spec}\n"
+                                 f" expected {self.exported._in_spec}")
+        else:
+            flat = args  # the signature is a flat tuple of tensors; the program checks each
+        outputs = self.compiled(*flat)
+        if self._single_output:
+            return outputs[0]
         return pytree.tree_unflatten(outputs, self.exported._out_spec)
 
 

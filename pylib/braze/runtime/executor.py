@@ -58,32 +58,46 @@ class _KernelCall:
         self.dynamic = [slots[v] for v in operands[len(spec.input_types):]]
         self.outputs = [slots[v] for v in op.operation.results]
         self.domain = spec.static_domain
-        self.checks = spec.input_checks
+        dynamic = ir.ShapedType.get_dynamic_size()
+        # Types guarantee the static pairs; only a dynamic side can differ.
+        self.checks = [(number, dim, domain_dim) for number, dim, domain_dim in spec.input_checks
+                       if spec.input_types[number].shape[dim] == dynamic
+                       or spec.static_domain[domain_dim] is None]
         self.result_shapes = spec.result_shapes
         self.result_dtypes = [torch_dtype(t.element_type) for t in spec.result_types]
-        self.buffer_count = len(self.inputs) + len(self.outputs)
-        self.size_count = (len(self.domain) + sum(t.rank for t in spec.input_types)
-                           + sum(t.rank for t in spec.result_types))
+        self.buffer_type = ctypes.c_void_p * (len(self.inputs) + len(self.outputs))
+        size_count = (len(self.domain) + sum(t.rank for t in spec.input_types)
+                      + sum(t.rank for t in spec.result_types))
+        self.size_type = ctypes.c_int64 * max(size_count, 1)
+        self.static = not self.dynamic and all(
+            dynamic not in t.shape for t in spec.input_types + spec.result_types)
+        if self.static:
+            # Every size is known now: one array serves every call.
+            self.static_shapes = [list(shape) for shape in spec.result_shapes]
+            self.static_sizes = self.size_type(
+                *self.domain, *[d for t in spec.input_types + spec.result_types for d in t.shape])
 
     def __call__(self, env: list) -> None:
-        dynamic = iter([env[s] for s in self.dynamic])
-        extents = [size if size is not None else next(dynamic) for size in self.domain]
         inputs = [env[s] for s in self.inputs]
-        for number, dim, domain_dim in self.checks:
-            if inputs[number].shape[dim] != extents[domain_dim]:
-                raise BrazeError(
-                    f"kernel {self.name} at {self.location}: input #{number} dim {dim} is "
-                    f"{inputs[number].shape[dim]} but the kernel's domain has {extents[domain_dim]}")
+        if self.static:
+            shapes, sizes = self.static_shapes, self.static_sizes
+        else:
+            dynamic = iter([env[s] for s in self.dynamic])
+            extents = [size if size is not None else next(dynamic) for size in self.domain]
+            for number, dim, domain_dim in self.checks:
+                if inputs[number].shape[dim] != extents[domain_dim]:
+                    raise BrazeError(
+                        f"kernel {self.name} at {self.location}: input #{number} dim {dim} is "
+                        f"{inputs[number].shape[dim]} but the kernel's domain has {extents[domain_dim]}")
+            shapes = [[s if isinstance(s, int) else extents[s[1]] for s in shape]
+                      for shape in self.result_shapes]
+            sizes = None
         inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
-        outputs = [
-            torch.empty([s if isinstance(s, int) else extents[s[1]] for s in shape], dtype=dtype)
-            for shape, dtype in zip(self.result_shapes, self.result_dtypes)
-        ]
+        outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in zip(shapes, self.result_dtypes)]
         tensors = inputs + outputs
-        buffers = (ctypes.c_void_p * self.buffer_count)(*[t.data_ptr() for t in tensors])
-        sizes = (ctypes.c_int64 * max(self.size_count, 1))(
-            *extents, *[d for t in tensors for d in t.shape])
-        if self.function(buffers, sizes):
+        if sizes is None:
+            sizes = self.size_type(*extents, *[d for t in tensors for d in t.shape])
+        if self.function(self.buffer_type(*[t.data_ptr() for t in tensors]), sizes):
             raise BrazeError(f"kernel {self.name} at {self.location}: integer division by zero")
         for slot, tensor in zip(self.outputs, outputs):
             env[slot] = tensor
@@ -169,8 +183,7 @@ class Program:
         self.copied_outputs = [i for i, s in enumerate(self.output_slots)
                                if s not in fresh or self.output_slots.index(s) != i]
         self.steps = self._with_releases(steps)
-        self._dim_specs = symbolic.function_dim_specs(func_op.operation)
-        self._has_symbols = any(spec is not None for spec in self._dim_specs)
+        self._arguments = _ArgumentCheck(func_op, module_op)
 
     def _with_releases(self, steps) -> list[_Step]:
         """Each step, with the slots whose last reader it is."""
@@ -187,12 +200,12 @@ class Program:
         return [_Step(call, tuple(releases.get(n, ()))) for n, (call, _, _) in enumerate(steps)]
 
     def __call__(self, *arguments):
-        as_numpy = any(isinstance(a, np.ndarray) for a in arguments)
-        arguments = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in arguments]
-        check_arguments(self.name, self.argument_types, arguments)
-        if self._has_symbols:
-            shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in arguments]
-            symbolic.bind_function_symbols(self.func.operation, self.module_op, shapes)
+        as_numpy = not self._arguments.fast(arguments)
+        if as_numpy:
+            as_numpy = any(isinstance(a, np.ndarray) for a in arguments)
+            arguments = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in arguments]
+            check_arguments(self.name, self.argument_types, arguments)
+        self._arguments.bind(arguments)
         env = list(self.template)
         for slot_number, value in zip(self.argument_slots, arguments):
             env[slot_number] = value
@@ -207,3 +220,47 @@ class Program:
         if as_numpy:
             outputs = [o.numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
         return outputs
+
+
+class _ArgumentCheck:
+    """The entry checks, prepared once: a fast test that accepts well-typed
+    torch arguments, the full `check_arguments` (precise messages, numpy)
+    otherwise, and symbol binding when some dim is dynamic."""
+
+    def __init__(self, func_op, module_op):
+        dynamic = ir.ShapedType.get_dynamic_size()
+        self.expected = []
+        for type_ in func_op.type.inputs:
+            if isinstance(type_, ir.RankedTensorType):
+                shape = list(type_.shape)
+                static = [(dim, size) for dim, size in enumerate(shape) if size != dynamic]
+                whole = tuple(shape) if len(static) == len(shape) else None
+                self.expected.append((torch_dtype(type_.element_type), len(shape), whole, static))
+            else:
+                self.expected.append(None)
+        self.specs = symbolic.function_dim_specs(func_op.operation)
+        self.ranges = symbolic.function_symbol_ranges(func_op.operation, module_op)
+        self.symbolic = any(e is not None and e[2] is None for e in self.expected)
+
+    def fast(self, arguments) -> bool:
+        if len(arguments) != len(self.expected):
+            return False
+        for value, expected in zip(arguments, self.expected):
+            if expected is None:
+                if type(value) is not int:
+                    return False
+                continue
+            dtype, rank, whole, static = expected
+            if not isinstance(value, torch.Tensor) or value.dtype != dtype or not value.is_cpu:
+                return False
+            if whole is not None:
+                if value.shape != whole:
+                    return False
+            elif value.dim() != rank or any(value.shape[d] != size for d, size in static):
+                return False
+        return True
+
+    def bind(self, arguments) -> None:
+        if self.symbolic:
+            shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in arguments]
+            symbolic.bind_symbols(self.specs, shapes, self.ranges)

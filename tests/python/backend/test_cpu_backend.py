@@ -209,5 +209,5 @@ def test_outputs_never_alias_inputs():
 def test_native_cache_keeps_kernel_source_readable(private_cache):
     program = braze.compile_mlir(SOFTMAX)
     source = program.stats["source"].read_text()
-    assert "#pragma omp parallel for" in source and "bz_exp" in source
+    assert "#pragma omp parallel" in source and "bz_exp" in source
     assert NativeCache(private_cache).entry(source).exists()

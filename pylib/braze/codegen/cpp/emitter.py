@@ -48,6 +48,8 @@ _MATH = {
     "math.exp": "bz_exp", "math.log": "bz_log", "math.tanh": "bz_tanh", "math.erf": "bz_erf",
     "math.sqrt": "bz_sqrt", "math.rsqrt": "bz_rsqrt", "math.absf": "std::abs",
 }
+# Calls worth a row buffer rather than a second evaluation.
+_MATH_CALLS = {"math.exp", "math.log", "math.tanh", "math.erf", "math.powf"}
 _BINARY = {
     "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/",
     "arith.andi": "&", "arith.ori": "|", "arith.xori": "^",
@@ -126,6 +128,8 @@ class _KernelPrinter:
         self.lines: list[str] = []
         self.divides = False
         self.counter = 0
+        self.cached: dict[ir.Value, str] = {}  # value -> its row buffer
+        self.buffers: list[tuple[str, str]] = []  # (name, C++ type)
 
     # -- naming ---------------------------------------------------------
     def fresh(self) -> str:
@@ -168,15 +172,35 @@ class _KernelPrinter:
 
     # -- values ---------------------------------------------------------
     def classify(self) -> None:
-        """Marks the values that depend on a reduction index."""
+        """Marks the values that depend on a reduction index, and plans the
+        loops over the reduction points: one per braze.reduce, then one for
+        the stores of reduction-dependent values."""
         for dim in self.reduce:
             self.full.add(self.block.arguments[dim])
+        self.producers = {}
+        loops = []
+        stores = []
         for op in self.block.operations:
-            if op.operation.name == "braze.reduce":
+            for result in op.operation.results:
+                self.producers[result] = op
+            name = op.operation.name
+            if name == "braze.reduce":
+                loops.append(([op.operation.operands[0]], op))
                 continue
             if any(operand in self.full for operand in op.operation.operands):
                 for result in op.operation.results:
                     self.full.add(result)
+            if name == "braze.store" and op.operation.operands[0] in self.full:
+                stores.append(op.operation.operands[0])
+        if stores:
+            loops.append((stores, None))
+        needs = [set(self.needed_full_ops(roots, before)) for roots, before in loops]
+        self.needed_later = [set().union(*needs[k + 1:]) for k in range(len(needs))]
+        linear = ""
+        for dim in self.reduce:
+            index = f"i{dim}"
+            linear = f"({linear}) * n{dim} + {index}" if linear else index
+        self.linear = linear
 
     def expression(self, op) -> str:
         """The C++ expression of a scalar op over already-named operands."""
@@ -248,22 +272,21 @@ class _KernelPrinter:
         self.names[result] = name
         out.append(f"{indent}const {compute_type(result.type)} {name} = {self.expression(op)};")
 
-    def needed_full_ops(self, roots: list[ir.Value], before) -> list:
+    def needed_full_ops(self, roots: list[ir.Value], before, cached=()) -> list:
         """The ops (in block order) computing the reduction-dependent values
-        that `roots` need, among the ops before `before` (None: all)."""
+        that `roots` need, among the ops before `before` (None: all). A value
+        in `cached` is read from its row buffer: what computes it is not
+        needed."""
         needed: set = set()
         stack = [v for v in roots if v in self.full]
-        producers = {}
-        for op in self.block.operations:
-            for result in op.operation.results:
-                producers[result] = op
         while stack:
             value = stack.pop()
-            op = producers.get(value)
+            op = self.producers.get(value)
             if op is None or op in needed:
                 continue
             needed.add(op)
-            stack.extend(v for v in op.operation.operands if v in self.full)
+            if value not in cached:
+                stack.extend(v for v in op.operation.operands if v in self.full)
         ordered = []
         for op in self.block.operations:
             if before is not None and op == before:
@@ -271,6 +294,27 @@ class _KernelPrinter:
             if op in needed:
                 ordered.append(op)
         return ordered
+
+    def loop_body(self, roots: list[ir.Value], before) -> list[str]:
+        """The lines computing `roots` at one reduction point. A math
+        function's result that a later loop needs is kept in a row buffer
+        instead of being computed again there."""
+        later = self.needed_later.pop(0)
+        lines: list[str] = []
+        for op in self.needed_full_ops(roots, before, self.cached):
+            result = op.operation.results[0]
+            if result in self.cached:
+                name = self.fresh()
+                self.names[result] = name
+                lines.append(f"const {compute_type(result.type)} {name} = {self.cached[result]}[{self.linear}];")
+                continue
+            self.define(op, lines, "")
+            if op.operation.name in _MATH_CALLS and op in later:
+                buffer = f"row_{self.names[result]}"
+                self.cached[result] = buffer
+                self.buffers.append((buffer, compute_type(result.type)))
+                lines.append(f"{buffer}[{self.linear}] = {self.names[result]};")
+        return lines
 
     # -- loops ----------------------------------------------------------
     def simd(self, clauses: str = "") -> str:
@@ -304,10 +348,8 @@ class _KernelPrinter:
         value_type = compute_type(operand.type)
         name = self.fresh()
         self.names[result] = name
-        body: list[str] = []
         saved = dict(self.names)
-        for inner in self.needed_full_ops([operand], op):
-            self.define(inner, body, "")
+        body = self.loop_body([operand], op)
         value = self.names[operand]
         self.names = {**saved, result: name}
         last = self.reduce[-1]
@@ -475,9 +517,7 @@ class _KernelPrinter:
         if full_stores:
             if self.reduce:
                 saved = dict(self.names)
-                inner: list[str] = []
-                for op in self.needed_full_ops([s.operation.operands[0] for s in full_stores], None):
-                    self.define(op, inner, "")
+                inner = self.loop_body([s.operation.operands[0] for s in full_stores], None)
                 for op in full_stores:
                     self.store(op, inner, "")
                 self.names = saved
@@ -518,12 +558,24 @@ class _KernelPrinter:
             out.append("  }")
             return out
         count = " * ".join(extents)
-        out.append(f"  #pragma omp parallel for {reduction}if(({work}) >= {PARALLEL_THRESHOLD}) schedule(static)")
-        out.append(f"  for (int64_t point = 0; point < {count}; ++point) {{")
-        out.append("    int64_t rest = point;")
-        for d in reversed(parallel):
-            out.append(f"    const int64_t i{d} = rest % n{d}; rest /= n{d};")
-        out.extend("    " + line for line in body)
+        loop = [f"for (int64_t point = 0; point < {count}; ++point) {{", "  int64_t rest = point;"]
+        loop += [f"  const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(parallel)]
+        loop += ["  " + line for line in body] + ["}"]
+        condition = f"if(({work}) >= {PARALLEL_THRESHOLD})"
+        if not self.buffers:
+            out.append(f"  #pragma omp parallel for {reduction}{condition} schedule(static)")
+            out.extend("  " + line for line in loop)
+            return out
+        # Row buffers: one set per thread, for all its parallel points.
+        row = " * ".join(f"n{d}" for d in self.reduce)
+        out.append(f"  #pragma omp parallel {condition}")
+        out.append("  {")
+        for name, c_type in self.buffers:
+            out.append(f"    {c_type}* {name} = ({c_type}*)std::malloc(sizeof({c_type}) * ({row}));")
+        out.append(f"    #pragma omp for {reduction}schedule(static)")
+        out.extend("    " + line for line in loop)
+        for name, _ in self.buffers:
+            out.append(f"    std::free({name});")
         out.append("  }")
         return out
 
@@ -536,7 +588,7 @@ class CppUnit:
 
 def emit(kernels: list[ir.OpView], prefix: str = "braze_kernel") -> CppUnit:
     """One translation unit holding every kernel, named `<prefix>_<n>`."""
-    parts = [PRELUDE]
+    parts = [PRELUDE, "#include <algorithm>\n#include <cstdlib>"]
     specs = {}
     for number, kernel in enumerate(kernels):
         printer = _KernelPrinter(kernel, f"{prefix}_{number}")
