@@ -71,10 +71,10 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     `target`. The caller's module is not modified."""
     from mlir import ir
 
-    from braze.codegen.cpp.emitter import emit
+    from braze.codegen.cpp.emitter import COMPILE_FLAGS, emit
     from braze.reference.interpreter import _functions, select_entry
     from braze.runtime.executor import Program
-    from braze.runtime.native_cache import NativeCache
+    from braze.runtime.native_cache import DEFAULT_FLAGS, NativeCache
 
     _check_target(target)
     options = _options(options)
@@ -92,7 +92,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     func = select_entry(_functions(module_op), entry)
     kernels = [op for op in func.regions[0].blocks[0].operations if op.operation.name == "braze.kernel"]
     unit = emit(kernels)
-    cache = NativeCache(directory=options["cache_dir"])
+    cache = NativeCache(directory=options["cache_dir"], flags=DEFAULT_FLAGS + COMPILE_FLAGS)
     compilations = cache.compilations
     library = cache.load(unit.source) if kernels else None
     program = Program(module_op, func, library, list(unit.kernels.values()), parameters)

@@ -26,6 +26,9 @@ from mlir import ir
 from braze.errors import BrazeError, format_location
 
 PRELUDE = (Path(__file__).with_name("prelude.h")).read_text()
+# Added to the compiler's defaults: nothing reads errno or FP exception flags,
+# and without these sqrt (and, below AVX-512, most loops) do not vectorize.
+COMPILE_FLAGS = ("-fno-math-errno", "-fno-trapping-math")
 
 # Below this many points a kernel runs on one thread: waking the OpenMP team
 # costs more than the work.

@@ -1,0 +1,330 @@
+"""The C++ prelude of generated CPU kernels (pylib/braze/codegen/cpp/prelude.h):
+every function, called from `#pragma omp simd` loops, against torch; the loops
+must vectorize; half conversions bit-exact over all 65536 patterns."""
+
+import ctypes
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import braze
+from braze.codegen.cpp.emitter import COMPILE_FLAGS
+from braze.runtime.native_cache import DEFAULT_FLAGS, NativeCache, compiler
+
+PRELUDE = Path(braze.__file__).parent / "codegen" / "cpp" / "prelude.h"
+# What generated code is compiled with. Neither extra flag changes a result (we
+# never read errno nor FP exception flags); without them sqrt/rsqrt stay scalar,
+# and so does almost every loop on a host without AVX-512 (no masked operations).
+FLAGS = DEFAULT_FLAGS + COMPILE_FLAGS  # as the CPU backend compiles
+
+F32, F64, I32, I64, U16 = "float", "double", "int32_t", "int64_t", "uint16_t"
+# kernel name -> (argument types, result type, expression, vectorizes)
+KERNELS = {}
+for t, s in ((F32, "f"), (F64, "d")):
+    for f in ("exp", "expm1", "log", "tanh", "sigmoid", "erf", "sqrt", "rsqrt"):
+        KERNELS[f"{f}_{s}"] = ((t,), t, f"bz_{f}(a[i])", not (f == "erf" and t == F64))
+    for f in ("pow", "nan_max", "nan_min", "mod", "floordiv"):
+        fmod_based = f in ("mod", "floordiv")
+        KERNELS[f"{f}_{s}"] = ((t, t), t, f"bz_{f}(a[i], b[i])", not fmod_based and (f, t) != ("pow", F64))
+for t, s in ((I32, "i"), (I64, "l")):
+    for f in ("mod", "floordiv"):  # no SIMD integer division on x86
+        KERNELS[f"{f}_{s}"] = ((t, t), t, f"bz_{f}(a[i], b[i])", False)
+for h in ("bf16", "f16"):
+    KERNELS[f"{h}_to_f32"] = ((U16,), F32, f"bz_{h}_to_f32(a[i])", True)
+    KERNELS[f"f32_to_{h}"] = ((F32,), U16, f"bz_f32_to_{h}(a[i])", True)
+    KERNELS[f"round_{h}"] = ((F32,), F32, f"bz_round_{h}(a[i])", True)
+
+CTYPES = {F32: np.float32, F64: np.float64, I32: np.int32, I64: np.int64, U16: np.uint16}
+
+
+def kernel_source():
+    """The prelude, then one loop per kernel; returns the text and each loop's line."""
+    lines = PRELUDE.read_text().splitlines()
+    loop_lines = {}
+    for name, (args, result, expression, _) in KERNELS.items():
+        params = ", ".join(f"const {t}* __restrict {p}" for t, p in zip(args, "ab"))
+        lines.append(f'extern "C" void k_{name}({params}, {result}* __restrict y, long n) {{')
+        lines.append("#pragma omp simd")
+        lines.append(f"  for (long i = 0; i < n; i++) y[i] = {expression};")
+        loop_lines[name] = len(lines)
+        lines.append("}")
+    return "\n".join(lines) + "\n", loop_lines
+
+
+def is_gcc():
+    version = subprocess.run([*shlex.split(compiler()), "--version"], capture_output=True, text=True).stdout
+    return "Free Software Foundation" in version
+
+
+def build(directory, flags):
+    """The kernels' library and, with gcc, the lines of the loops it vectorized."""
+    source, loop_lines = kernel_source()
+    report = directory / "vectorized.txt"
+    gcc = is_gcc()
+    flags = tuple(flags) + ((f"-fopt-info-vec-optimized={report}",) if gcc else ())
+    library = NativeCache(directory=directory / "cache", flags=flags).load(source)
+    if not gcc:
+        return library, None
+    vectorized = {int(line.split(":")[1]) for line in report.read_text().splitlines() if "loop vectorized" in line}
+    return library, {name for name, line in loop_lines.items() if line in vectorized}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("prelude"), FLAGS)
+
+
+@pytest.fixture(scope="module")
+def call(built):
+    library = built[0]
+
+    def run(name, *inputs):
+        args, result, _, _ = KERNELS[name]
+        arrays = [np.ascontiguousarray(np.asarray(x, dtype=CTYPES[t])) for x, t in zip(inputs, args)]
+        out = np.empty(arrays[0].size, dtype=CTYPES[result])
+        pointers = [a.ctypes.data_as(ctypes.c_void_p) for a in (*arrays, out)]
+        getattr(library, f"k_{name}")(*pointers, ctypes.c_long(out.size))
+        return out
+
+    return run
+
+
+def test_loops_vectorize(built):
+    if built[1] is None:
+        if os.environ.get("BRAZE_REQUIRE_TOOLCHAINS"):
+            pytest.fail(f"{compiler()} is not gcc: no vectorization report")
+        pytest.skip("the vectorization report is a gcc option")
+    assert built[1] == {name for name, kernel in KERNELS.items() if kernel[3]}
+
+
+SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 1e-45, -1e-45,
+            1.1754942e-38, -1.1754942e-38, 3.4028235e38, -3.4028235e38, 88.72283, 88.72284, -87.33654,
+            -103.97208, -103.97209, 89.0, -104.0, 9.0, 10.0, 3.92, 0.921875, -0.921875, 0.5625, -0.5625,
+            20.0, -20.0, 1e-8, -1e-8]
+
+
+def wide_floats(rng, count, dtype=np.float32):
+    """Random finite values of every magnitude, both signs (log-uniform)."""
+    span = 38 if dtype == np.float32 else 308
+    mags = 10.0 ** rng.uniform(-span - 7 if dtype == np.float32 else -span - 15, span, count)
+    return (mags * rng.choice([-1.0, 1.0], count)).astype(dtype)
+
+
+def inputs(function, dtype, rng):
+    """Specials, plus dense values where the function is not constant, plus wide random ones."""
+    limits = {"exp": (-105, 90), "expm1": (-20, 90), "log": (0, 10), "tanh": (-12, 12),
+              "sigmoid": (-110, 40), "erf": (-5, 5), "sqrt": (0, 1e4), "rsqrt": (0, 1e4)}
+    if dtype == np.float64:
+        limits.update(exp=(-750, 712), expm1=(-40, 712), sigmoid=(-750, 40), tanh=(-22, 22))
+    lo, hi = limits[function]
+    tiny = rng.uniform(-1, 1, 50_000) * 10.0 ** rng.uniform(-40, 0, 50_000)
+    parts = [np.array(SPECIALS, dtype=dtype), rng.uniform(lo, hi, 250_000).astype(dtype),
+             wide_floats(rng, 100_000, dtype), tiny.astype(dtype)]
+    if function in ("log", "sqrt", "rsqrt"):
+        parts.append(np.abs(wide_floats(rng, 300_000, dtype)))
+    return np.concatenate(parts)
+
+
+def ulp_error(actual, reference, dtype):
+    """|actual - reference| in units of the last place of `reference` rounded to dtype;
+    0 where both are the same value, both NaN, or the same infinity."""
+    info = np.finfo(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = reference.astype(dtype)
+        unit = np.spacing(np.minimum(np.abs(rounded), info.max).astype(dtype)).astype(np.float64)
+        error = np.abs(actual.astype(np.float64) - reference) / unit
+    same = (actual == rounded) | (np.isnan(actual) & np.isnan(reference))
+    return np.where(same, 0.0, np.where(np.isnan(error), np.inf, error))
+
+
+def exact_sigmoid(x):
+    """torch.sigmoid in float64 overflows exp(-x) to 0 below -709; e/(1+e) does not."""
+    e = torch.exp(-x.abs())
+    return torch.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+REFERENCES = {"exp": torch.exp, "expm1": torch.expm1, "log": torch.log, "tanh": torch.tanh,
+              "sigmoid": exact_sigmoid, "erf": torch.erf, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt}
+# float32 against the exact value; float64 against torch (whose float64 sqrt is
+# not correctly rounded, so sqrt gets 1 ulp there)
+MAX_ULP_F32 = {"exp": 1.5, "expm1": 2, "log": 1, "tanh": 2, "sigmoid": 2.5, "erf": 1.5, "sqrt": 0.5, "rsqrt": 2}
+MAX_ULP_F64 = {"exp": 1.5, "expm1": 2.5, "log": 1.5, "tanh": 2.5, "sigmoid": 2.5, "erf": 1.5, "sqrt": 1, "rsqrt": 1.5}
+
+
+@pytest.mark.parametrize("function", list(REFERENCES))
+def test_unary_float32(call, function):
+    rng = np.random.default_rng(1)
+    x = inputs(function, np.float32, rng)
+    y = call(f"{function}_f", x)
+    exact = REFERENCES[function](torch.from_numpy(x).double()).numpy()
+    error = ulp_error(y, exact, np.float32)
+    assert error.max() <= MAX_ULP_F32[function], (x[error.argmax()], y[error.argmax()], exact[error.argmax()])
+    # against torch's own float32 result: close everywhere, special values identical
+    ours, theirs = torch.from_numpy(y), REFERENCES[function](torch.from_numpy(x))
+    # atol: one subnormal step; torch.sigmoid flushes results below ~1e-38 to 0
+    torch.testing.assert_close(ours, theirs, rtol=5e-7, atol=1e-37 if function == "sigmoid" else 3e-45,
+                               equal_nan=True)
+    special = ~torch.from_numpy(np.isfinite(x)) | (theirs == 0) | ~theirs.isfinite()
+    torch.testing.assert_close(ours[special], theirs[special], rtol=0, atol=0, equal_nan=True)
+    signed = special & ~theirs.isnan()
+    assert torch.equal(ours[signed].signbit(), theirs[signed].signbit())
+
+
+@pytest.mark.parametrize("function", list(REFERENCES))
+def test_unary_float64(call, function):
+    rng = np.random.default_rng(2)
+    x = inputs(function, np.float64, rng)
+    y = call(f"{function}_d", x)
+    reference = REFERENCES[function](torch.from_numpy(x)).numpy()
+    error = ulp_error(y, reference, np.float64)
+    assert error.max() <= MAX_ULP_F64[function], (x[error.argmax()], y[error.argmax()], reference[error.argmax()])
+    special = (~np.isfinite(x) | (x == 0)) & ~np.isnan(reference)
+    assert np.array_equal(np.signbit(y[special]), np.signbit(reference[special]))
+
+
+def test_special_values(call):
+    inf, nan = np.inf, np.nan
+    expected = {
+        "exp": {-inf: 0.0, inf: inf, nan: nan, -0.0: 1.0, -1000.0: 0.0, 1000.0: inf},
+        "log": {0.0: -inf, -1.0: nan, inf: inf, -inf: nan, nan: nan, 1.0: 0.0},
+        "log ": {-0.0: -inf},
+        "tanh": {inf: 1.0, -inf: -1.0, -0.0: -0.0, nan: nan, 50.0: 1.0},
+        "erf": {inf: 1.0, -inf: -1.0, -0.0: -0.0, nan: nan, 10.0: 1.0},
+        "sigmoid": {inf: 1.0, -inf: 0.0, nan: nan, 0.0: 0.5, 1000.0: 1.0, -1000.0: 0.0},
+        "expm1": {inf: inf, -inf: -1.0, -0.0: -0.0, nan: nan, 1e-45: 1e-45, -1e-45: -1e-45},
+        "sqrt": {-1.0: nan, inf: inf, -0.0: -0.0},
+        "rsqrt": {0.0: inf, inf: 0.0, -1.0: nan},
+        "rsqrt ": {-0.0: -inf},  # a dict cannot hold both zeros
+    }
+    for function, cases in expected.items():
+        for suffix, dtype in (("f", np.float32), ("d", np.float64)):
+            x = np.array(list(cases), dtype=dtype)
+            y = call(f"{function.strip()}_{suffix}", x)
+            want = np.array(list(cases.values()), dtype=dtype)
+            assert np.array_equal(y, want, equal_nan=True), (function, suffix, x, y)
+            signed = ~np.isnan(want)
+            assert np.array_equal(np.signbit(y[signed]), np.signbit(want[signed])), (function, suffix, x, y)
+    # denormal results are kept, not flushed
+    assert call("exp_f", [-100.0])[0] == np.float32(np.exp(-100.0))
+    assert call("sigmoid_f", [-100.0])[0] == np.float32(np.exp(-100.0))
+    assert call("log_f", [1e-45])[0] == np.float32(np.log(1.401298464324817e-45))
+
+
+def test_pow(call):
+    rng = np.random.default_rng(3)
+    values = [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, 3.0, -3.0, 2.5, -2.5, np.inf, -np.inf, np.nan,
+              1e-45, 16777216.0, -16777217.0, 8388609.0, -8388609.0, 1e30, -1e30]
+    grid_x, grid_y = (a.ravel() for a in np.meshgrid(values, values))
+    n = 300_000
+    x = np.concatenate([grid_x, rng.uniform(0, 20, n), -rng.integers(0, 40, n) * rng.uniform(0.5, 1.5, n).round(1),
+                        wide_floats(rng, n)]).astype(np.float32)
+    y = np.concatenate([grid_y, rng.uniform(-30, 30, n), rng.integers(-30, 30, n).astype(float),
+                        rng.uniform(-2, 2, n)]).astype(np.float32)
+    grid = torch.from_numpy(np.arange(x.size) < grid_x.size)
+    for suffix, dtype in (("f", np.float32), ("d", np.float64)):
+        ours = call(f"pow_{suffix}", x, y)
+        xt, yt = torch.from_numpy(x.astype(dtype)), torch.from_numpy(y.astype(dtype))
+        exact = torch.pow(xt.double(), yt.double()).numpy()  # float: through double, not rounded twice
+        assert ulp_error(ours, exact, dtype).max() <= 1.0
+        # the C99 special cases exactly as torch (float64 torch.pow may differ by an ulp elsewhere)
+        theirs = torch.pow(xt, yt)
+        special = grid & (~theirs.isfinite() | (theirs == 0) | (theirs.abs() == 1))
+        theirs = theirs[special]
+        torch.testing.assert_close(torch.from_numpy(ours)[special], theirs, rtol=0, atol=0, equal_nan=True)
+        signed = ~theirs.isnan()
+        assert torch.equal(torch.from_numpy(ours)[special][signed].signbit(), theirs[signed].signbit())
+
+
+def test_nan_max_min(call):
+    values = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 3.5, -7.25])
+    a, b = (v.ravel() for v in np.meshgrid(values, values))
+    for suffix, dtype in (("f", torch.float32), ("d", torch.float64)):
+        at, bt = torch.from_numpy(a).to(dtype), torch.from_numpy(b).to(dtype)
+        for name, reference in (("nan_max", torch.maximum), ("nan_min", torch.minimum)):
+            ours = torch.from_numpy(call(f"{name}_{suffix}", a, b))
+            torch.testing.assert_close(ours, reference(at, bt), rtol=0, atol=0, equal_nan=True)
+
+
+def test_integer_floordiv_mod(call):
+    rng = np.random.default_rng(4)
+    for suffix, dtype in (("i", np.int32), ("l", np.int64)):
+        info = np.iinfo(dtype)
+        edges = np.array([0, 1, -1, 2, -2, 7, -7, info.max, info.min, info.min + 1], dtype=dtype)
+        a, b = (v.ravel() for v in np.meshgrid(edges, edges))
+        a = np.concatenate([a, rng.integers(info.min, info.max, 100_000, dtype=dtype, endpoint=True),
+                            rng.integers(-100, 100, 100_000, dtype=dtype)])
+        b = np.concatenate([b, rng.integers(info.min, info.max, 100_000, dtype=dtype, endpoint=True),
+                            rng.integers(-9, 9, 100_000, dtype=dtype)])
+        keep = (b != 0) & ~((a == info.min) & (b == -1))  # torch traps on both
+        at, bt = torch.from_numpy(a[keep]), torch.from_numpy(b[keep])
+        assert np.array_equal(call(f"floordiv_{suffix}", a[keep], b[keep]), torch.floor_divide(at, bt).numpy())
+        assert np.array_equal(call(f"mod_{suffix}", a[keep], b[keep]), torch.remainder(at, bt).numpy())
+        # INT_MIN // -1 wraps instead of trapping
+        assert call(f"floordiv_{suffix}", [info.min], [-1])[0] == info.min
+        assert call(f"mod_{suffix}", [info.min], [-1])[0] == 0
+
+
+def test_float_floordiv_mod(call):
+    rng = np.random.default_rng(5)
+    values = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.0, -3.0, 1e-40, np.inf, -np.inf, np.nan, 1e30, -7.0])
+    a, b = (v.ravel() for v in np.meshgrid(values, values))
+    a = np.concatenate([a, rng.uniform(-100, 100, 50_000), wide_floats(rng, 50_000).astype(np.float64)])
+    b = np.concatenate([b, rng.uniform(-10, 10, 50_000), wide_floats(rng, 50_000).astype(np.float64)])
+    for suffix, dtype in (("f", np.float32), ("d", np.float64)):
+        at, bt = torch.from_numpy(a.astype(dtype)), torch.from_numpy(b.astype(dtype))
+        for name, reference in (("floordiv", torch.floor_divide), ("mod", torch.remainder)):
+            ours = torch.from_numpy(call(f"{name}_{suffix}", a, b))
+            theirs = reference(at, bt)
+            # torch's vectorized float32 fmod gives NaN when a/b overflows (or b is
+            # subnormal); its scalar path, float64 and the prelude give the exact value.
+            exact = reference(at.double(), bt.double()).to(theirs.dtype)
+            theirs = torch.where(theirs.isnan() & ~exact.isnan(), exact, theirs)
+            torch.testing.assert_close(ours, theirs, rtol=0, atol=0, equal_nan=True)
+
+
+HALVES = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+@pytest.mark.parametrize("half", list(HALVES))
+def test_half_to_float_all_patterns(call, half):
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    ours = call(f"{half}_to_f32", bits)
+    theirs = torch.from_numpy(bits.view(np.int16)).view(HALVES[half]).float().numpy()
+    assert np.array_equal(ours.view(np.uint32), theirs.view(np.uint32))  # NaN payloads too
+
+
+def all_half_values(half):
+    bits = np.arange(1 << 16, dtype=np.uint16).view(np.int16)
+    return torch.from_numpy(bits).view(HALVES[half]).float().numpy()
+
+
+def half_cases(half, rng):
+    """Edges, every half value, the midpoints between neighbours (ties) and the
+    floats either side of them, and random bit patterns (every exponent, NaNs)."""
+    values = all_half_values(half)
+    finite = np.unique(values[np.isfinite(values)])
+    mids = ((finite[:-1].astype(np.float64) + finite[1:]) / 2).astype(np.float32)
+    edges = np.array([0.0, np.inf, np.nan, 65504.0, 65519.996, 65520.0, 65536.0, 2.9802322e-08, 2.9802326e-08,
+                      5.9604645e-08, 6.1035156e-05, 3.3895314e38, 3.4028235e38, 1e-45], dtype=np.float32)
+    random = rng.integers(0, 1 << 32, 3_000_000, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([edges, -edges, values, mids, np.nextafter(mids, np.float32(0)),
+                           np.nextafter(mids, np.float32(np.inf)), random])
+
+
+@pytest.mark.parametrize("half", list(HALVES))
+def test_float_to_half(call, half):
+    x = half_cases(half, np.random.default_rng(6))
+    ours = call(f"f32_to_{half}", x)
+    theirs = torch.from_numpy(x).to(HALVES[half]).view(torch.int16).numpy().view(np.uint16)
+    nan = np.isnan(x)
+    assert np.array_equal(ours[~nan], theirs[~nan])
+    assert np.isnan(call(f"{half}_to_f32", ours[nan])).all()
+    rounded = call(f"round_{half}", x)
+    expected = torch.from_numpy(x).to(HALVES[half]).float().numpy()
+    assert np.array_equal(rounded[~nan].view(np.uint32), expected[~nan].view(np.uint32))
+    assert np.isnan(rounded[nan]).all()
