@@ -51,8 +51,9 @@ _MATH = {
     "math.exp": "bz_exp", "math.log": "bz_log", "math.tanh": "bz_tanh", "math.erf": "bz_erf",
     "math.sqrt": "bz_sqrt", "math.rsqrt": "bz_rsqrt", "math.absf": "std::abs",
 }
-# Calls worth a row buffer rather than a second evaluation.
-_MATH_CALLS = {"math.exp", "math.log", "math.tanh", "math.erf", "math.powf"}
+# Ops worth a row buffer rather than a second evaluation. (Division is not:
+# measured on softmax+LayerNorm, the extra buffer cost more than it saved.)
+_EXPENSIVE = {"math.exp", "math.log", "math.tanh", "math.erf", "math.powf"}
 _BINARY = {
     "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/",
     "arith.andi": "&", "arith.ori": "|", "arith.xori": "^",
@@ -299,9 +300,9 @@ class _KernelPrinter:
         return ordered
 
     def loop_body(self, roots: list[ir.Value], before) -> list[str]:
-        """The lines computing `roots` at one reduction point. A math
-        function's result that a later loop needs is kept in a row buffer
-        instead of being computed again there."""
+        """The lines computing `roots` at one reduction point. An expensive
+        result that a later loop needs is kept in a row buffer instead of
+        being computed again there."""
         later = self.needed_later.pop(0)
         lines: list[str] = []
         for op in self.needed_full_ops(roots, before, self.cached):
@@ -312,7 +313,7 @@ class _KernelPrinter:
                 lines.append(f"const {compute_type(result.type)} {name} = {self.cached[result]}[{self.linear}];")
                 continue
             self.define(op, lines, "")
-            if op.operation.name in _MATH_CALLS and op in later:
+            if op.operation.name in _EXPENSIVE and op in later:
                 buffer = f"row_{self.names[result]}"
                 self.cached[result] = buffer
                 self.buffers.append((buffer, compute_type(result.type)))
@@ -384,10 +385,12 @@ class _KernelPrinter:
             out.append(f"{indent}const {value_type} {name} = ({value_type}){name}_acc;")
             return
         if kind in ("max", "min") and value_type in ("float", "double"):
+            # NaN is tracked in an int flag: a bool reduction keeps gcc from
+            # vectorizing the loop (3x slower rows).
             compare = ">" if kind == "max" else "<"
             start = "-" if kind == "max" else ""
             out.append(f"{indent}{value_type} {name}_acc = {start}std::numeric_limits<{value_type}>::infinity();")
-            out.append(f"{indent}bool {name}_nan = false;")
+            out.append(f"{indent}int {name}_nan = 0;")
             lines = [f"{name}_acc = {value} {compare} {name}_acc ? {value} : {name}_acc;",
                      f"{name}_nan |= {value} != {value};"]
             self._reduction_loops(body + lines, indent,
@@ -395,24 +398,22 @@ class _KernelPrinter:
             out.append(f"{indent}const {value_type} {name} = {name}_nan ? "
                        f"std::numeric_limits<{value_type}>::quiet_NaN() : {name}_acc;")
             return
+        if kind in ("max", "min", "and", "or") and value_type == "bool":
+            # On i1, max is `or` and min is `and`; an int accumulator vectorizes.
+            is_or = kind in ("max", "or")
+            out.append(f"{indent}int {name}_acc = {0 if is_or else 1};")
+            symbol = "|" if is_or else "&"
+            lines = [f"{name}_acc {symbol}= (int){value};"]
+            self._reduction_loops(body + lines, indent, self.simd(f" reduction({symbol}:{name}_acc)"), out)
+            out.append(f"{indent}const bool {name} = {name}_acc != 0;")
+            return
         if kind in ("max", "min"):
             limit = "lowest" if kind == "max" else "max"
-            if value_type == "bool":
-                out.append(f"{indent}bool {name}_acc = {'false' if kind == 'max' else 'true'};")
-                lines = [f"{name}_acc = {name}_acc {'|' if kind == 'max' else '&'} {value};"]
-            else:
-                compare = ">" if kind == "max" else "<"
-                out.append(f"{indent}{value_type} {name}_acc = std::numeric_limits<{value_type}>::{limit}();")
-                lines = [f"{name}_acc = {value} {compare} {name}_acc ? {value} : {name}_acc;"]
-            self._reduction_loops(body + lines, indent, "", out)
+            compare = ">" if kind == "max" else "<"
+            out.append(f"{indent}{value_type} {name}_acc = std::numeric_limits<{value_type}>::{limit}();")
+            lines = [f"{name}_acc = {value} {compare} {name}_acc ? {value} : {name}_acc;"]
+            self._reduction_loops(body + lines, indent, self.simd(f" reduction({kind}:{name}_acc)"), out)
             out.append(f"{indent}const {value_type} {name} = {name}_acc;")
-            return
-        if kind in ("and", "or"):
-            out.append(f"{indent}bool {name}_acc = {'true' if kind == 'and' else 'false'};")
-            symbol = "&" if kind == "and" else "|"
-            lines = [f"{name}_acc = {name}_acc {symbol} {value};"]
-            self._reduction_loops(body + lines, indent, "", out)
-            out.append(f"{indent}const bool {name} = {name}_acc;")
             return
         if kind == "argmax":
             # The first maximum in row-major order; NaN counts as the maximum.
