@@ -71,7 +71,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     `target`. The caller's module is not modified."""
     from mlir import ir
 
-    from braze.codegen.cpp.emitter import COMPILE_FLAGS, emit
+    from braze.codegen.cpp.emitter import COMPILE_FLAGS, emit, plan_launches
     from braze.reference.interpreter import _functions, select_entry
     from braze.runtime.executor import Program
     from braze.runtime.native_cache import DEFAULT_FLAGS, NativeCache
@@ -90,12 +90,13 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     run_pipeline(module, pipeline(options))
     module_op = module.mlir_module.operation
     func = select_entry(_functions(module_op), entry)
-    kernels = [op for op in func.regions[0].blocks[0].operations if op.operation.name == "braze.kernel"]
-    unit = emit(kernels)
+    operations = list(func.regions[0].blocks[0].operations)
+    kernels = [op for op in operations if op.operation.name == "braze.kernel"]
+    unit = emit(kernels, plan_launches(operations))
     cache = NativeCache(directory=options["cache_dir"], flags=DEFAULT_FLAGS + COMPILE_FLAGS)
     compilations = cache.compilations
     library = cache.load(unit.source) if kernels else None
-    program = Program(module_op, func, library, list(unit.kernels.values()), parameters)
+    program = Program(module_op, func, library, list(unit.kernels.values()), unit.launches, parameters)
     stats = {
         "kernels": program.kernel_count,
         "gemms": program.library_calls,
@@ -122,7 +123,10 @@ class CompiledModel:
         arity = len(compiled.program.argument_types)
         flat_spec = pytree.tree_flatten(((0,) * arity, {}))[1]
         self._flat_inputs = arity if in_spec == flat_spec else None
+        # Outputs: one tensor, a flat tuple, or a structure pytree rebuilds.
         self._single_output = out_spec is not None and out_spec.is_leaf()
+        self._flat_outputs = out_spec is not None and out_spec.type is tuple and all(
+            child.is_leaf() for child in out_spec.children())
 
     @property
     def module(self) -> Module:
@@ -141,6 +145,8 @@ class CompiledModel:
         outputs = self.compiled(*flat)
         if self._single_output:
             return outputs[0]
+        if self._flat_outputs:
+            return tuple(outputs)
         return pytree.tree_unflatten(outputs, self.exported._out_spec)
 
 

@@ -18,7 +18,9 @@ live values, not its length.
 
 from __future__ import annotations
 
+import array
 import ctypes
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -103,6 +105,53 @@ class _KernelCall:
             env[slot] = tensor
 
 
+class _LaunchCall:
+    """Several small static kernels started with one call of the library's
+    launch function, which spreads them over the threads.
+
+    Their results are carved from one allocation per dtype (they are small:
+    see plan_launches), so a launch costs one allocation, not one per result.
+    """
+
+    def __init__(self, function, calls: list[_KernelCall]):
+        self.function = function
+        self.name = " + ".join(call.name for call in calls)
+        self.inputs = [slot for call in calls for slot in call.inputs]
+        self.outputs = [slot for call in calls for slot in call.outputs]
+        results = [(tuple(shape), dtype) for call in calls
+                   for shape, dtype in zip(call.static_shapes, call.result_dtypes)]
+        # Per dtype: total elements, each result's element count, and where
+        # each result sits in the output list and in the pointer list.
+        self.pools = {}
+        for number, (shape, dtype) in enumerate(results):
+            pool = self.pools.setdefault(dtype, ([], []))
+            pool[0].append(math.prod(shape))
+            pool[1].append((number, shape))
+        self.result_count = len(results)
+        self.sizes = (ctypes.c_int64 * max(1, sum(len(c.static_sizes) for c in calls)))(
+            *[size for call in calls for size in call.static_sizes])
+
+    def __call__(self, env: list) -> None:
+        inputs = [env[slot] for slot in self.inputs]
+        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+        pointers = [t.data_ptr() for t in inputs]
+        outputs = [None] * self.result_count
+        result_pointers = [0] * self.result_count
+        for dtype, (counts, places) in self.pools.items():
+            pool = torch.empty(sum(counts), dtype=dtype)
+            address, itemsize = pool.data_ptr(), pool.element_size()
+            for piece, count, (number, shape) in zip(pool.split(counts), counts, places):
+                # view() costs a microsecond: skip it where split's piece fits.
+                outputs[number] = piece if len(shape) == 1 else piece.view(shape)
+                result_pointers[number] = address
+                address += count * itemsize
+        buffers = array.array("q", pointers + result_pointers)
+        if self.function(buffers.buffer_info()[0], self.sizes):
+            raise BrazeError(f"kernels {self.name}: integer division by zero")
+        for slot, tensor in zip(self.outputs, outputs):
+            env[slot] = tensor
+
+
 class _HostCall:
     """An op run through its reference handler (torch CPU ops)."""
 
@@ -127,9 +176,10 @@ class Program:
     """A compiled function, callable on torch tensors or numpy arrays."""
 
     def __init__(self, module_op: ir.Operation, func_op, library, kernels: list[KernelSpec],
-                 parameters: dict[str, Any] | None):
+                 launches: dict[str, list[str]], parameters: dict[str, Any] | None):
         """`kernels`: the specs of the function's braze.kernel ops, in order;
-        `library`: the loaded library defining them."""
+        `launches`: launch function -> the consecutive kernels it starts;
+        `library`: the loaded library defining them all."""
         self.module_op = module_op
         self.func = func_op
         self.name = func_op.attributes["sym_name"].value
@@ -176,6 +226,7 @@ class Program:
                 fresh.update(result_slots)
             steps.append((call, operand_slots, result_slots))
         self.kernel_count = sum(isinstance(s[0], _KernelCall) for s in steps)
+        steps = self._with_launches(steps, library, launches)
         self.library_calls = sum(s[0].name in ("braze.matmul", "braze.bmm", "braze.addmm")
                                  for s in steps if isinstance(s[0], _HostCall))
         self.slot_count = len(slots)
@@ -184,6 +235,30 @@ class Program:
                                if s not in fresh or self.output_slots.index(s) != i]
         self.steps = self._with_releases(steps)
         self._arguments = _ArgumentCheck(func_op, module_op)
+
+    @staticmethod
+    def _with_launches(steps, library, launches: dict[str, list[str]]):
+        """Replaces each run of kernel steps a launch function starts by one
+        step calling it."""
+        first = {members[0]: (name, members) for name, members in launches.items()}
+        merged = []
+        index = 0
+        while index < len(steps):
+            call = steps[index][0]
+            if not isinstance(call, _KernelCall) or call.name not in first:
+                merged.append(steps[index])
+                index += 1
+                continue
+            name, members = first[call.name]
+            run = steps[index:index + len(members)]
+            assert [s[0].name for s in run] == members, "launch plan out of step with the program"
+            function = getattr(library, name)
+            function.restype = ctypes.c_int
+            function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+            merged.append((_LaunchCall(function, [s[0] for s in run]),
+                           [slot for s in run for slot in s[1]], [slot for s in run for slot in s[2]]))
+            index += len(members)
+        return merged
 
     def _with_releases(self, steps) -> list[_Step]:
         """Each step, with the slots whose last reader it is."""

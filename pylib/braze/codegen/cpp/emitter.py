@@ -588,14 +588,98 @@ class _KernelPrinter:
 class CppUnit:
     source: str
     kernels: dict[str, KernelSpec]
+    # Launch function name -> the kernels it runs (see plan_launches).
+    launches: dict[str, list[str]] = field(default_factory=dict)
 
 
-def emit(kernels: list[ir.OpView], prefix: str = "braze_kernel") -> CppUnit:
-    """One translation unit holding every kernel, named `<prefix>_<n>`."""
+def _is_static(kernel: ir.OpView) -> bool:
+    dynamic = ir.ShapedType.get_dynamic_size()
+    values = list(kernel.operation.operands) + list(kernel.operation.results)
+    return all(isinstance(v.type, ir.RankedTensorType) and dynamic not in v.type.shape for v in values)
+
+
+def _work(kernel: ir.OpView) -> int:
+    return math.prod(kernel.attributes["static_domain"])
+
+
+def plan_launches(operations: list[ir.OpView]) -> list[list[int]]:
+    """Runs of small kernels to start with one call: consecutive in
+    `operations` (constants and parameters in between do not count), with
+    static shapes, fewer points than one kernel parallelizes over, and
+    independent of each other, so one OpenMP loop can spread the kernels
+    over the threads. Items are kernel numbers (their order among kernels)."""
+    launches: list[list[int]] = []
+    run: list[int] = []
+    produced: set = set()
+    number = -1
+
+    def close():
+        if len(run) > 1:
+            launches.append(list(run))
+        run.clear()
+        produced.clear()
+
+    for op in operations:
+        name = op.operation.name
+        if name in ("braze.constant", "braze.parameter", "arith.constant"):
+            continue
+        if name != "braze.kernel":
+            close()
+            continue
+        number += 1
+        if not _is_static(op) or _work(op) >= PARALLEL_THRESHOLD:
+            close()
+            continue
+        if any(v in produced for v in op.operation.operands):
+            close()
+        run.append(number)
+        produced.update(op.operation.results)
+    close()
+    return launches
+
+
+def _launch_function(name: str, specs: list[KernelSpec]) -> str:
+    """Calls each kernel, spreading the kernels over the threads when there
+    is enough work in all. `buffers` holds every kernel's inputs, then every
+    kernel's results; `sizes` every kernel's sizes, one after the other."""
+    lines = [f'extern "C" int {name}(void* const* buffers, const int64_t* sizes) {{',
+             "  int failed = 0;"]
+    work = sum(math.prod(spec.static_domain) for spec in specs)
+    lines.append(f"  #pragma omp parallel for schedule(dynamic, 1) reduction(|:failed) "
+                 f"if({work} >= {PARALLEL_THRESHOLD})")
+    lines.append(f"  for (int k = 0; k < {len(specs)}; ++k) {{")
+    lines.append("    switch (k) {")
+    input_offset, result_offset, size_offset = 0, sum(len(s.input_types) for s in specs), 0
+    for number, spec in enumerate(specs):
+        inputs = [f"buffers[{input_offset + i}]" for i in range(len(spec.input_types))]
+        results = [f"buffers[{result_offset + i}]" for i in range(len(spec.result_types))]
+        lines.append(f"      case {number}: {{")
+        lines.append(f"        void* const own[] = {{{', '.join(inputs + results)}}};")
+        lines.append(f"        failed |= {spec.name}(own, sizes + {size_offset});")
+        lines.append("        break;")
+        lines.append("      }")
+        input_offset += len(spec.input_types)
+        result_offset += len(spec.result_types)
+        size_offset += (len(spec.static_domain) + sum(t.rank for t in spec.input_types)
+                        + sum(t.rank for t in spec.result_types))
+    lines += ["    }", "  }", "  return failed;", "}"]
+    return "\n".join(lines)
+
+
+def emit(kernels: list[ir.OpView], launches: list[list[int]] = (),
+         prefix: str = "braze_kernel") -> CppUnit:
+    """One translation unit holding every kernel, named `<prefix>_<n>`, and
+    one `<prefix>_launch_<m>` function per run of kernels in `launches`."""
     parts = [PRELUDE, "#include <algorithm>\n#include <cstdlib>"]
     specs = {}
     for number, kernel in enumerate(kernels):
         printer = _KernelPrinter(kernel, f"{prefix}_{number}")
         parts.append(printer.emit())
         specs[printer.name] = printer.spec()
-    return CppUnit("\n\n".join(parts) + "\n", specs)
+    names = list(specs)
+    unit_launches = {}
+    for number, members in enumerate(launches):
+        name = f"{prefix}_launch_{number}"
+        unit_launches[name] = [names[k] for k in members]
+        parts.append(_launch_function(name, [specs[names[k]] for k in members]))
+    return CppUnit("\n\n".join(parts) + "\n", specs, unit_launches)
