@@ -210,3 +210,30 @@ def test_native_cache_keeps_kernel_source_readable(private_cache):
     source = program.stats["source"].read_text()
     assert "#pragma omp parallel" in source and "bz_exp" in source
     assert (program.stats["source"].parent / "lib.so").exists()
+
+
+def test_small_independent_kernels_start_with_one_launch():
+    class Chains(torch.nn.Module):
+        def forward(self, a, b, c):
+            return torch.sigmoid(a * 2) + 1, torch.tanh(b) * b, (c - 1).relu().to(torch.float64)
+
+    model = Chains()
+    args = (torch.randn(64), torch.randn(8, 16), torch.randn(3, 5))
+    compiled = braze.compile(model, args)
+    assert "braze_kernel_launch_0" in compiled.stats["source"].read_text()
+    assert len(compiled.compiled.program.steps) == 1
+    for got, want in zip(compiled(*args), model(*args)):
+        torch.testing.assert_close(got, want)
+
+
+def test_dependent_kernels_are_launched_one_after_the_other():
+    program = braze.compile_mlir("""
+    func.func @f(%x: tensor<4x8xf32>) -> tensor<8xf32> {
+      %s = braze.sum %x dims [0] : tensor<4x8xf32> -> tensor<8xf32>
+      %e = braze.exp %s : tensor<8xf32>
+      return %e : tensor<8xf32>
+    }""")
+    assert program.stats["kernels"] == 2
+    assert "launch" not in program.stats["source"].read_text()
+    x = torch.randn(4, 8)
+    torch.testing.assert_close(program(x)[0], x.sum(0).exp())
