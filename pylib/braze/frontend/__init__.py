@@ -9,6 +9,8 @@ training updates them in place between calls.
 
 from __future__ import annotations
 
+import warnings
+
 from pathlib import Path
 
 import torch
@@ -66,8 +68,12 @@ def export(model, args, kwargs=None, dynamic_shapes=None) -> ExportedProgram:
     if not isinstance(args, tuple):
         args = (args,)
     try:
-        program = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
-        program = program.run_decompositions(torch.export.default_decompositions())
+        with warnings.catch_warnings():
+            # torch.export deep-copies tree specs and trips its own deprecation
+            # of LeafSpec (torch 2.13); nothing a caller can act on.
+            warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
+            program = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
+            program = program.run_decompositions(torch.export.default_decompositions())
     except Exception as error:  # torch raises many types; the user needs the text
         raise BrazeError(f"torch.export could not capture the model: {type(error).__name__}: {error}") from error
     signature = program.graph_signature
