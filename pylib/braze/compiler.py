@@ -165,7 +165,12 @@ def compile(model, example_args, *, dynamic_shapes=None, target: str = "cpu",
 
 
 def _compile_imported(imported):
-    return compile_mlir(imported.module, "cpu")
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    # AOTAutograd calls this under its fake mode; the program evaluates
+    # constants with real tensors.
+    with unset_fake_temporarily():
+        return compile_mlir(imported.module, "cpu")
 
 
 def dynamo_backend(graph_module, example_inputs, **kwargs):

@@ -77,12 +77,13 @@ class _KernelCall:
             # Every size is known now: one array serves every call.
             self.static_shapes = [list(shape) for shape in spec.result_shapes]
             self.static_sizes = self.size_type(
-                *self.domain, *[d for t in spec.input_types + spec.result_types for d in t.shape])
+                *self.domain, *[s for t in spec.input_types for s in _contiguous_strides(t.shape)],
+                *[d for t in spec.result_types for d in t.shape])
 
     def __call__(self, env: list) -> None:
         inputs = [env[s] for s in self.inputs]
         if self.static:
-            shapes, sizes = self.static_shapes, self.static_sizes
+            shapes, extents = self.static_shapes, self.domain
         else:
             dynamic = iter([env[s] for s in self.dynamic])
             extents = [size if size is not None else next(dynamic) for size in self.domain]
@@ -93,16 +94,37 @@ class _KernelCall:
                         f"{inputs[number].shape[dim]} but the kernel's domain has {extents[domain_dim]}")
             shapes = [[s if isinstance(s, int) else extents[s[1]] for s in shape]
                       for shape in self.result_shapes]
-            sizes = None
-        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+        contiguous = True
+        for number, tensor in enumerate(inputs):
+            if not tensor.is_contiguous():
+                contiguous = False
+                if tensor.dim() and tensor.stride(-1) != 1 and tensor.shape[-1] != 1:
+                    inputs[number] = tensor.contiguous()  # kernels read rows in place
         outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in zip(shapes, self.result_dtypes)]
-        tensors = inputs + outputs
-        if sizes is None:
-            sizes = self.size_type(*extents, *[d for t in tensors for d in t.shape])
-        if self.function(self.buffer_type(*[t.data_ptr() for t in tensors]), sizes):
+        if self.static and contiguous:
+            sizes = self.static_sizes
+        else:
+            sizes = self.size_type(*extents, *[s for t in inputs for s in _strides(t)],
+                                   *[d for t in outputs for d in t.shape])
+        pointers = [t.data_ptr() for t in inputs] + [t.data_ptr() for t in outputs]
+        if self.function(self.buffer_type(*pointers), sizes):
             raise BrazeError(f"kernel {self.name} at {self.location}: integer division by zero")
         for slot, tensor in zip(self.outputs, outputs):
             env[slot] = tensor
+
+
+def _strides(tensor: torch.Tensor) -> tuple[int, ...]:
+    """Element strides as the kernels read them: a dim of size 1 may carry
+    any stride in torch; it is never stepped, so 0 does."""
+    return tuple(0 if size == 1 else stride for size, stride in zip(tensor.shape, tensor.stride()))
+
+
+def _contiguous_strides(shape) -> list[int]:
+    strides, step = [], 1
+    for size in reversed(list(shape)):
+        strides.append(step)
+        step *= size
+    return strides[::-1]
 
 
 class _LaunchCall:
@@ -222,10 +244,18 @@ class Program:
                 call = _KernelCall(function, spec, op, slots)
             else:
                 call = _HostCall(op, slots, interpreter)
+            if name != "func.call" and all(slot_number in template for slot_number in operand_slots):
+                # Every input is known now (an iota, a mask built from
+                # constants): run it once, here, instead of on every call.
+                env = [template.get(i) for i in range(len(slots))]
+                call(env)
+                for result in result_slots:
+                    template[result] = env[result]
+                continue
             if name in _FRESH:
                 fresh.update(result_slots)
             steps.append((call, operand_slots, result_slots))
-        self.kernel_count = sum(isinstance(s[0], _KernelCall) for s in steps)
+        self.kernel_count = len(kernels)
         steps = self._with_launches(steps, library, launches)
         self.library_calls = sum(s[0].name in ("braze.matmul", "braze.bmm", "braze.addmm")
                                  for s in steps if isinstance(s[0], _HostCall))
@@ -251,7 +281,10 @@ class Program:
                 continue
             name, members = first[call.name]
             run = steps[index:index + len(members)]
-            assert [s[0].name for s in run] == members, "launch plan out of step with the program"
+            if [s[0].name for s in run] != members:  # a member ran when the program was built
+                merged.append(steps[index])
+                index += 1
+                continue
             function = getattr(library, name)
             function.restype = ctypes.c_int
             function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]

@@ -237,3 +237,17 @@ def test_dependent_kernels_are_launched_one_after_the_other():
     assert "launch" not in program.stats["source"].read_text()
     x = torch.randn(4, 8)
     torch.testing.assert_close(program(x)[0], x.sum(0).exp())
+
+
+def test_strided_views_are_read_in_place_and_others_copied():
+    program = braze.compile_mlir("""
+    func.func @f(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %s = braze.sub %a, %b : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+      return %s : tensor<4x8xf32>
+    }""")
+    wide = torch.randn(4, 20)
+    sliced = wide[:, 3:11]                       # outer stride 20: read in place
+    broadcast = torch.randn(1, 8).expand(4, 8)   # outer stride 0
+    transposed = torch.randn(8, 4).t()           # innermost stride 4: copied first
+    for a, b in [(sliced, broadcast), (transposed, sliced), (broadcast, transposed)]:
+        torch.testing.assert_close(program(a, b)[0], a - b)

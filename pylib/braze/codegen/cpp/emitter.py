@@ -1,10 +1,11 @@
 """Prints the `braze.kernel`s of a module as one C++ translation unit.
 
 Every kernel becomes `extern "C" int <name>(void* const* buffers, const
-int64_t* sizes)`: `buffers` holds the inputs then the results (contiguous,
-row-major); `sizes` holds the domain's extents, then every dim of every input,
-then every dim of every result. It returns 0, or 1 after an integer division
-by zero.
+int64_t* sizes)`: `buffers` holds the inputs then the results; `sizes` holds
+the domain's extents, then the strides (in elements) of every input, then
+every dim of every result. Inputs may be strided views whose innermost
+stride is 1 (a permuted or sliced tensor is read in place); results are
+contiguous. It returns 0, or 1 after an integer division by zero.
 
 Loops: an OpenMP loop over the parallel points (blocks of the innermost dim
 when nothing is reduced, so the compiler vectorizes the block). With
@@ -158,20 +159,26 @@ class _KernelPrinter:
             offset += t.type.rank
         return offset
 
-    def _dim_expr(self, which: str, number: int, dim: int) -> str:
-        tensors = self.inputs if which == "input" else self.results
-        size = tensors[number].type.shape[dim]
+    def _dim_expr(self, number: int, dim: int) -> str:
+        """Dim `dim` of result `number`."""
+        size = self.results[number].type.shape[dim]
         if size != ir.ShapedType.get_dynamic_size():
             return str(size)
-        return f"sizes[{self._sizes_offset(which, number) + dim}]"
+        return f"sizes[{self._sizes_offset('result', number) + dim}]"
 
     def _offset(self, which: str, number: int, indices: list[str]) -> str:
-        """Row-major linear offset of `indices` (C++ expressions)."""
+        """The element offset of `indices` (C++ expressions): results are
+        contiguous row-major; inputs may be views, read through their strides
+        from `sizes` (the innermost is 1: the executor copies other inputs)."""
         if not indices:
             return "0"
+        if which == "input":
+            base = self._sizes_offset("input", number)
+            terms = [f"{index} * sizes[{base + dim}]" for dim, index in enumerate(indices[:-1])]
+            return " + ".join(terms + [indices[-1]])
         expression = indices[0]
         for dim in range(1, len(indices)):
-            expression = f"({expression}) * {self._dim_expr(which, number, dim)} + {indices[dim]}"
+            expression = f"({expression}) * {self._dim_expr(number, dim)} + {indices[dim]}"
         return expression
 
     # -- values ---------------------------------------------------------
