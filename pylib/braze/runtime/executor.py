@@ -257,8 +257,7 @@ class Program:
             steps.append((call, operand_slots, result_slots))
         self.kernel_count = len(kernels)
         steps = self._with_launches(steps, library, launches)
-        self.library_calls = sum(s[0].name in ("braze.matmul", "braze.bmm", "braze.addmm")
-                                 for s in steps if isinstance(s[0], _HostCall))
+        self.library_calls = sum(isinstance(s[0], _HostCall) and s[0].name in _FRESH for s in steps)
         self.slot_count = len(slots)
         self.template = [template.get(i) for i in range(self.slot_count)]
         self.copied_outputs = [i for i, s in enumerate(self.output_slots)
