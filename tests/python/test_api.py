@@ -8,7 +8,8 @@ import braze
 
 
 def test_public_names():
-    assert set(braze.__all__) == {"BrazeError", "ExportedProgram", "Module", "export", "parse", "register_pass", "run_pipeline"}
+    assert set(braze.__all__) == {"BrazeError", "ExportedProgram", "Module", "compile", "compile_mlir", "export",
+                                  "parse", "register_pass", "run_pipeline"}
 
 
 def test_parse_wraps_top_level_ops_in_a_module():

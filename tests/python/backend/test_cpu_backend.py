@@ -251,3 +251,13 @@ def test_strided_views_are_read_in_place_and_others_copied():
     transposed = torch.randn(8, 4).t()           # innermost stride 4: copied first
     for a, b in [(sliced, broadcast), (transposed, sliced), (broadcast, transposed)]:
         torch.testing.assert_close(program(a, b)[0], a - b)
+
+
+def test_softmax_over_a_whole_tensor_keeps_its_row_buffer():
+    """No parallel dims: the row buffer of exp lives in the single block."""
+    class Softmax(torch.nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, 0)
+
+    x = torch.randn(5)
+    torch.testing.assert_close(braze.compile(Softmax(), (x,))(x), torch.softmax(x, 0))

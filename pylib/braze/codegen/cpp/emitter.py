@@ -544,8 +544,12 @@ class _KernelPrinter:
     def _parallel_loops(self, parallel: list[int], body: list[str]) -> list[str]:
         out: list[str] = []
         reduction = "reduction(|:failed) " if self.divides else ""
+        row = " * ".join(f"n{d}" for d in self.reduce)
+        allocate = [f"{c_type}* {name} = ({c_type}*)std::malloc(sizeof({c_type}) * ({row}));"
+                    for name, c_type in self.buffers]
+        free = [f"std::free({name});" for name, _ in self.buffers]
         if not parallel:
-            return ["  {"] + ["    " + line for line in body] + ["  }"]
+            return ["  {"] + ["    " + line for line in allocate + body + free] + ["  }"]
         extents = [f"n{d}" for d in parallel]
         work = " * ".join(f"n{d}" for d in range(self.rank)) or "1"
         if not self.reduce:
@@ -578,15 +582,11 @@ class _KernelPrinter:
             out.extend("  " + line for line in loop)
             return out
         # Row buffers: one set per thread, for all its parallel points.
-        row = " * ".join(f"n{d}" for d in self.reduce)
         out.append(f"  #pragma omp parallel {condition}")
         out.append("  {")
-        for name, c_type in self.buffers:
-            out.append(f"    {c_type}* {name} = ({c_type}*)std::malloc(sizeof({c_type}) * ({row}));")
+        out.extend("    " + line for line in allocate)
         out.append(f"    #pragma omp for {reduction}schedule(static)")
-        out.extend("    " + line for line in loop)
-        for name, _ in self.buffers:
-            out.append(f"    std::free({name});")
+        out.extend("    " + line for line in loop + free)
         out.append("  }")
         return out
 
