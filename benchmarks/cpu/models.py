@@ -1,0 +1,126 @@
+"""The five float32 models of the CPU benchmark (benchmarks/cpu/run.py).
+
+Each entry of MODELS builds (model, example_args) deterministically from a
+seed, so every engine and every subprocess sees the same weights and inputs.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class MLP(nn.Module):
+    """x [256, 1024] -> LayerNorm(x + fc2(gelu_erf(fc1(x)))), 1024 -> 4096 -> 1024."""
+
+    def __init__(self, d=1024, hidden=4096):
+        super().__init__()
+        self.fc1 = nn.Linear(d, hidden)
+        self.fc2 = nn.Linear(hidden, d)
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, x):
+        return self.norm(x + self.fc2(F.gelu(self.fc1(x))))  # approximate="none": erf form
+
+
+class PreNormBlock(nn.Module):
+    """Pre-norm transformer block: fused QKV Linear, causal SDPA, 4x GELU MLP."""
+
+    def __init__(self, d=512, heads=8, hidden=2048):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, hidden)
+        self.fc2 = nn.Linear(hidden, d)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class SoftmaxLayerNorm(nn.Module):
+    """y = layer_norm(softmax(x, -1), (1024,), weight, bias)."""
+
+    def __init__(self, d=1024):
+        super().__init__()
+        self.weight = nn.Parameter(1.0 + 0.1 * torch.randn(d))
+        self.bias = nn.Parameter(0.1 * torch.randn(d))
+        self.d = d
+
+    def forward(self, x):
+        return F.layer_norm(torch.softmax(x, -1), (self.d,), self.weight, self.bias)
+
+
+def _chain(i, x):
+    """Chain i of SmallChains: 3-5 pointwise ops, constants and ops vary with i."""
+    a = 1.0 + 0.01 * i
+    b = 0.25 - 0.005 * i
+    kind = i % 4
+    if kind == 0:
+        return torch.sigmoid(x * a + b) * x - 0.1
+    if kind == 1:
+        return torch.tanh(x * a - b) + x * 0.5
+    if kind == 2:
+        return torch.relu(x + b) * a - x * x
+    return torch.exp(-x * x * a) * x + b
+
+
+class SmallChains(nn.Module):
+    """64 independent pointwise chains on 64 inputs of [4096]; returns 64 tensors."""
+
+    def __init__(self, n=64):
+        super().__init__()
+        self.n = n
+
+    def forward(self, *xs):
+        return tuple(_chain(i, x) for i, x in enumerate(xs))
+
+
+class Overhead(nn.Module):
+    """x0 + x1 + ... + x9 on 10 inputs of 16 elements: measures per-call overhead."""
+
+    def forward(self, *xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = out + x
+        return out
+
+
+def _gen(seed):
+    g = torch.Generator().manual_seed(seed)
+    return lambda *shape: torch.randn(*shape, generator=g)
+
+
+def build(name: str, seed: int = 0):
+    """(model in eval mode, tuple of example args) for model `name`."""
+    torch.manual_seed(seed)  # parameters
+    rand = _gen(seed + 1)  # inputs
+    if name == "mlp":
+        return MLP().eval(), (rand(256, 1024),)
+    if name == "block":
+        return PreNormBlock().eval(), (rand(8, 128, 512),)
+    if name == "softmax_layernorm":
+        return SoftmaxLayerNorm().eval(), (rand(4096, 1024),)
+    if name == "small_chains":
+        return SmallChains().eval(), tuple(rand(4096) for _ in range(64))
+    if name == "overhead":
+        return Overhead().eval(), tuple(rand(16) for _ in range(10))
+    raise KeyError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
+
+
+# name -> description (for the report)
+MODELS = {
+    "mlp": "Linear 1024->4096, GELU (erf), Linear 4096->1024, residual, LayerNorm; x [256, 1024]",
+    "block": "pre-norm transformer block, d 512, 8 heads, causal SDPA, MLP 512->2048->512 GELU; x [8, 128, 512]",
+    "softmax_layernorm": "layer_norm(softmax(x, -1)) with weight and bias; x [4096, 1024]",
+    "small_chains": "64 independent 3-5 op pointwise chains on 64 inputs of [4096]",
+    "overhead": "x0 + ... + x9 on 10 inputs of [16]",
+}
