@@ -173,8 +173,7 @@ class _KernelPrinter:
         if not indices:
             return "0"
         if which == "input":
-            base = self._sizes_offset("input", number)
-            terms = [f"{index} * sizes[{base + dim}]" for dim, index in enumerate(indices[:-1])]
+            terms = [f"{index} * stride{number}_{dim}" for dim, index in enumerate(indices[:-1])]
             return " + ".join(terms + [indices[-1]])
         expression = indices[0]
         for dim in range(1, len(indices)):
@@ -504,8 +503,12 @@ class _KernelPrinter:
             self.names[arguments[self.rank + dim]] = extent
             self.names[arguments[dim]] = f"i{dim}"
             head.append(f"  const int64_t {extent} = {size if size is not None else f'sizes[{dim}]'};")
-        for number in range(len(self.inputs)):
+        for number, value in enumerate(self.inputs):
             self.names[arguments[2 * self.rank + number]] = f"in{number}"
+            # Locals, not loads through `sizes`: a store may not alias them.
+            base = self._sizes_offset("input", number)
+            for dim in range(value.type.rank - 1):
+                head.append(f"  const int64_t stride{number}_{dim} = sizes[{base + dim}];")
         head.append("  int failed = 0;")
         head.append("  (void)sizes;")
 
@@ -545,7 +548,7 @@ class _KernelPrinter:
         out: list[str] = []
         reduction = "reduction(|:failed) " if self.divides else ""
         row = " * ".join(f"n{d}" for d in self.reduce)
-        allocate = [f"{c_type}* {name} = ({c_type}*)std::malloc(sizeof({c_type}) * ({row}));"
+        allocate = [f"{c_type}* __restrict {name} = ({c_type}*)std::malloc(sizeof({c_type}) * ({row}));"
                     for name, c_type in self.buffers]
         free = [f"std::free({name});" for name, _ in self.buffers]
         if not parallel:
