@@ -38,6 +38,8 @@ from braze.reference.interpreter import check_arguments
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
 _FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm"}
+# Results that are views of their first operand (or copies, which is safe).
+_VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}
 # Evaluated once when the program is built.
 _CONSTANT = {"braze.constant", "braze.parameter", "arith.constant"}
 
@@ -67,6 +69,12 @@ class _KernelCall:
                        or spec.static_domain[domain_dim] is None]
         self.result_shapes = spec.result_shapes
         self.result_dtypes = [torch_dtype(t.element_type) for t in spec.result_types]
+        # Result number -> input number whose buffer it may take over: a
+        # pointwise kernel reads such an input exactly where it writes.
+        self.reusable = {} if spec.reduce else {
+            k: j for k, result in enumerate(spec.result_types)
+            for j, input_ in enumerate(spec.input_types) if input_ == result}
+        self.reuse: dict[int, int] = {}  # set by Program where the input is dead
         self.buffer_type = ctypes.c_void_p * (len(self.inputs) + len(self.outputs))
         size_count = (len(self.domain) + sum(t.rank for t in spec.input_types)
                       + sum(t.rank for t in spec.result_types))
@@ -101,6 +109,9 @@ class _KernelCall:
                 if tensor.dim() and tensor.stride(-1) != 1 and tensor.shape[-1] != 1:
                     inputs[number] = tensor.contiguous()  # kernels read rows in place
         outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in zip(shapes, self.result_dtypes)]
+        for result, number in self.reuse.items():
+            if inputs[number].is_contiguous() and list(inputs[number].shape) == list(shapes[result]):
+                outputs[result] = inputs[number]
         if self.static and contiguous:
             sizes = self.static_sizes
         else:
@@ -257,6 +268,7 @@ class Program:
             steps.append((call, operand_slots, result_slots))
         self.kernel_count = len(kernels)
         steps = self._with_launches(steps, library, launches)
+        self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh)
         self.library_calls = sum(isinstance(s[0], _HostCall) and s[0].name in _FRESH for s in steps)
         self.slot_count = len(slots)
         self.template = [template.get(i) for i in range(self.slot_count)]
@@ -291,6 +303,41 @@ class Program:
                            [slot for s in run for slot in s[1]], [slot for s in run for slot in s[2]]))
             index += len(members)
         return merged
+
+    def _plan_reuse(self, steps, values: dict[int, ir.Value], fresh: set[int]) -> None:
+        """Lets a pointwise kernel write a result into an input buffer that
+        nothing reads afterwards: a fresh tensor (a kernel's or a GEMM's
+        result), reached through views only by slots whose last reader is
+        this kernel, and not returned."""
+        root = {}
+        for _, operands, results in steps:
+            for result in results:
+                producer = values[result].owner
+                name = producer.name if not isinstance(producer, ir.Block) else ""
+                root[result] = root.get(operands[0], operands[0]) if name in _VIEWS else result
+        last_use: dict[int, int] = {}
+        for number, (_, operands, _) in enumerate(steps):
+            for operand in operands:
+                last_use[operand] = number
+        aliases: dict[int, list[int]] = {}
+        for slot_number, base in root.items():
+            aliases.setdefault(base, []).append(slot_number)
+        outputs = set(self.output_slots)
+        for number, (call, _, _) in enumerate(steps):
+            if not isinstance(call, _KernelCall):
+                continue
+            taken = set()
+            for result, input_number in call.reusable.items():
+                slot_number = call.inputs[input_number]
+                base = root.get(slot_number)
+                if base is None or base not in fresh or input_number in taken:
+                    continue
+                group = aliases[base]
+                if any(s in outputs or last_use.get(s, -1) > number for s in group):
+                    continue
+                if call.inputs.count(slot_number) == 1:
+                    call.reuse[result] = input_number
+                    taken.add(input_number)
 
     def _with_releases(self, steps) -> list[_Step]:
         """Each step, with the slots whose last reader it is."""

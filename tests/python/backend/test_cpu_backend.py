@@ -261,3 +261,23 @@ def test_softmax_over_a_whole_tensor_keeps_its_row_buffer():
 
     x = torch.randn(5)
     torch.testing.assert_close(braze.compile(Softmax(), (x,))(x), torch.softmax(x, 0))
+
+
+def test_dead_gemm_results_are_overwritten_in_place_and_live_ones_are_not():
+    program = braze.compile_mlir("""
+    func.func @f(%a: tensor<4x3xf32>, %b: tensor<3x6xf32>, %c: tensor<3x6xf32>) -> (tensor<4x6xf32>, tensor<4x6xf32>, tensor<24xf32>) {
+      %m = braze.matmul %a, %b : tensor<4x3xf32>, tensor<3x6xf32> -> tensor<4x6xf32>
+      %e = braze.exp %m : tensor<4x6xf32>
+      %n = braze.matmul %a, %c : tensor<4x3xf32>, tensor<3x6xf32> -> tensor<4x6xf32>
+      %r = braze.add %n, %e : tensor<4x6xf32>, tensor<4x6xf32> -> tensor<4x6xf32>
+      %v = braze.reshape %n : tensor<4x6xf32> -> tensor<24xf32>
+      return %e, %r, %v : tensor<4x6xf32>, tensor<4x6xf32>, tensor<24xf32>
+    }""", options={"fuse": False})
+    steps = [s.run for s in program.program.steps if getattr(s.run, "name", "").startswith("braze_kernel")]
+    # %m dies in its kernel; %n lives on through %v, and %e is returned.
+    assert [step.reuse for step in steps] == [{0: 0}, {}]
+    a, b, c = torch.randn(4, 3), torch.randn(3, 6), torch.randn(3, 6)
+    e, r, v = program(a, b, c)
+    torch.testing.assert_close(e, (a @ b).exp())
+    torch.testing.assert_close(r, a @ c + (a @ b).exp())
+    torch.testing.assert_close(v, (a @ c).reshape(24))
