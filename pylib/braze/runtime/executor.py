@@ -315,10 +315,7 @@ class Program:
                 producer = values[result].owner
                 name = producer.name if not isinstance(producer, ir.Block) else ""
                 root[result] = root.get(operands[0], operands[0]) if name in _VIEWS else result
-        last_use: dict[int, int] = {}
-        for number, (_, operands, _) in enumerate(steps):
-            for operand in operands:
-                last_use[operand] = number
+        last_use = _last_uses(steps)
         aliases: dict[int, list[int]] = {}
         for slot_number, base in root.items():
             aliases.setdefault(base, []).append(slot_number)
@@ -343,10 +340,7 @@ class Program:
         """Each step, with the slots whose last reader it is."""
         keep = set(self.output_slots) | set(self.argument_slots) | {
             i for i, v in enumerate(self.template) if v is not None}
-        last_use: dict[int, int] = {}
-        for number, (_, operands, _) in enumerate(steps):
-            for operand in operands:
-                last_use[operand] = number
+        last_use = _last_uses(steps)
         releases: dict[int, list[int]] = {}
         for slot_number, step_number in last_use.items():
             if slot_number not in keep:
@@ -374,6 +368,15 @@ class Program:
         if as_numpy:
             outputs = [o.numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
         return outputs
+
+
+def _last_uses(steps) -> dict[int, int]:
+    """Slot -> the number of the last step that reads it."""
+    last_use: dict[int, int] = {}
+    for number, (_, operands, _) in enumerate(steps):
+        for operand in operands:
+            last_use[operand] = number
+    return last_use
 
 
 class _ArgumentCheck:
