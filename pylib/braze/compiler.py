@@ -57,10 +57,6 @@ class CompiledProgram:
         self.program = program
         self.stats = stats
 
-    @property
-    def source_path(self):
-        return self.stats.get("source")
-
     def __call__(self, *arguments):
         return self.program(*arguments)
 

@@ -108,10 +108,13 @@ class _KernelCall:
                 contiguous = False
                 if tensor.dim() and tensor.stride(-1) != 1 and tensor.shape[-1] != 1:
                     inputs[number] = tensor.contiguous()  # kernels read rows in place
-        outputs = [torch.empty(shape, dtype=dtype) for shape, dtype in zip(shapes, self.result_dtypes)]
-        for result, number in self.reuse.items():
-            if inputs[number].is_contiguous() and list(inputs[number].shape) == list(shapes[result]):
-                outputs[result] = inputs[number]
+        outputs = []
+        for result, (shape, dtype) in enumerate(zip(shapes, self.result_dtypes)):
+            number = self.reuse.get(result)
+            if number is not None and inputs[number].is_contiguous() and list(inputs[number].shape) == list(shape):
+                outputs.append(inputs[number])
+            else:
+                outputs.append(torch.empty(shape, dtype=dtype))
         if self.static and contiguous:
             sizes = self.static_sizes
         else:
@@ -213,8 +216,6 @@ class Program:
         """`kernels`: the specs of the function's braze.kernel ops, in order;
         `launches`: launch function -> the consecutive kernels it starts;
         `library`: the loaded library defining them all."""
-        self.module_op = module_op
-        self.func = func_op
         self.name = func_op.attributes["sym_name"].value
         self.argument_types = list(func_op.type.inputs)
         self.library = library
