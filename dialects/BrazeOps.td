@@ -623,4 +623,6 @@ def Braze_StoreOp : Braze_Op<"store", [HasParent<"KernelOp">]> {
   let hasVerifier = 1;
 }
 
+include "BrazeHostOps.td"
+
 #endif // BRAZE_OPS

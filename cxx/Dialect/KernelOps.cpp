@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
@@ -73,6 +74,34 @@ LogicalResult ReduceOp::verify() {
   return success();
 }
 
+/// Whether `value` is computed from a `braze.reduce` without also reading
+/// at a reduction index: such a value exists once per parallel point.
+static bool isPerParallelPoint(Value value, KernelOp kernel) {
+  Block &body = kernel.getBody().front();
+  SmallVector<Value> work{value};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  bool reduced = false;
+  while (!work.empty()) {
+    Value next = work.pop_back_val();
+    if (auto argument = dyn_cast<BlockArgument>(next)) {
+      unsigned number = argument.getArgNumber();
+      if (argument.getOwner() == &body && number < kernel.getRank() &&
+          llvm::is_contained(kernel.getReduce(), static_cast<int64_t>(number)))
+        return false;
+      continue;
+    }
+    Operation *op = next.getDefiningOp();
+    if (!seen.insert(op).second)
+      continue;
+    if (isa<ReduceOp>(op)) { // its operand's reduction indices are reduced
+      reduced = true;
+      continue;
+    }
+    llvm::append_range(work, op->getOperands());
+  }
+  return reduced;
+}
+
 LogicalResult StoreOp::verify() {
   auto kernel = cast<KernelOp>((*this)->getParentOp());
   int64_t number = getResult();
@@ -89,5 +118,22 @@ LogicalResult StoreOp::verify() {
     return emitOpError("stores ")
            << getValue().getType() << " into result #" << number << " of "
            << type;
+  // A reduction's value that reads nothing at a reduction index exists once
+  // per parallel point: no loop over the reduction dims computes it, so it
+  // cannot be stored at a reduction index.
+  if (!isPerParallelPoint(getValue(), kernel))
+    return success();
+  for (auto [position, index] : llvm::enumerate(getIndices())) {
+    auto argument = dyn_cast<BlockArgument>(index);
+    if (!argument || argument.getOwner() != &kernel.getBody().front() ||
+        argument.getArgNumber() >= kernel.getRank())
+      continue;
+    if (llvm::is_contained(kernel.getReduce(),
+                           static_cast<int64_t>(argument.getArgNumber())))
+      return emitOpError("stores a reduced value at the index of reduction "
+                         "dim ")
+             << argument.getArgNumber() << " (index #" << position
+             << "); store it at 0 there";
+  }
   return success();
 }

@@ -496,7 +496,10 @@ FailureOr<Value> KernelBuilder::lowerReduction(Operation *op, Value arg) {
 
 /// Stores `output` into result `number`: at the point's indices, at 0 in
 /// dims the result has size 1 (a keepdim reduction, or a broadcast value),
-/// and without the reduced dims a rank-dropping reduction removed.
+/// and without the reduced dims a rank-dropping reduction removed. A reduced
+/// dim kept with size 1 is stored at 0 even when its extent is 1 too: a
+/// reduction's value exists once per parallel point, outside any loop over
+/// the reduction indices.
 LogicalResult KernelBuilder::store(Value output, int64_t number) {
   FailureOr<Value> scalar = scalarOf(output);
   if (failed(scalar))
@@ -506,8 +509,9 @@ LogicalResult KernelBuilder::store(Value output, int64_t number) {
   SmallVector<Value> indices;
   if (static_cast<int64_t>(shape.size()) == rank) {
     for (int64_t dim = 0; dim < rank; ++dim) {
-      bool broadcast = shape[dim] == 1 && domain[dim] != 1;
-      indices.push_back(broadcast ? indexConstant(0) : kernel.getIndex(dim));
+      bool single = shape[dim] == 1 &&
+                    (domain[dim] != 1 || llvm::is_contained(reduce, dim));
+      indices.push_back(single ? indexConstant(0) : kernel.getIndex(dim));
     }
   } else if (static_cast<int64_t>(shape.size() + reduce.size()) == rank) {
     for (int64_t dim = 0; dim < rank; ++dim)

@@ -95,7 +95,11 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     program = Program(module_op, func, library, list(unit.kernels.values()), unit.launches, parameters)
     stats = {
         "kernels": program.kernel_count,
-        "gemms": program.library_calls,
+        "gemms": sum(program.library_calls[name] for name in ("braze.matmul", "braze.bmm", "braze.addmm")),
+        "convolutions": program.library_calls["braze.convolution"],
+        # aten ops run through torch because braze does not lower them.
+        "externs": sum(program.extern_calls.values()),
+        "extern_ops": dict(program.extern_calls),
         "cache_hit": bool(kernels) and cache.compilations == compilations,
         "compile_seconds": time.perf_counter() - started,
         "source": cache.entry(unit.source) / "source.cpp" if kernels else None,
@@ -136,9 +140,10 @@ class CompiledModel:
             if self.exported._in_spec is not None and spec != self.exported._in_spec:
                 raise BrazeError(f"inputs do not match the compiled signature:\n got {spec}\n"
                                  f" expected {self.exported._in_spec}")
+            flat = self.exported.imported.arguments(flat)
         else:
             flat = args  # the signature is a flat tuple of tensors; the program checks each
-        outputs = self.compiled(*flat)
+        outputs = self.exported.imported.outputs(self.compiled(*flat))
         if self._single_output:
             return outputs[0]
         if self._flat_outputs:
@@ -146,17 +151,19 @@ class CompiledModel:
         return pytree.tree_unflatten(outputs, self.exported._out_spec)
 
 
-def compile(model, example_args, *, dynamic_shapes=None, target: str = "cpu",
+def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=None, target: str = "cpu",
             options: dict | None = None) -> CompiledModel:
-    """Captures `model(*example_args)` (see `braze.export`) and compiles it
+    """Captures `model(*example_args, **kwargs)` (see `braze.export`) and compiles it
     for `target`. Dims marked in `dynamic_shapes` stay symbolic: one compile
     serves every size in their ranges."""
     from braze.frontend import export
 
     _check_target(target)
     _options(options)
-    exported = export(model, example_args, dynamic_shapes=dynamic_shapes)
+    exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes)
     compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)
+    # The aten ops torch.export captured, against which externs are counted.
+    compiled.stats["captured_ops"] = exported.imported.op_count
     return CompiledModel(exported, compiled)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 import torch.utils._pytree as pytree
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.export.graph_signature import InputKind, OutputKind
 
 from braze.errors import BrazeError
@@ -56,8 +57,14 @@ class ExportedProgram:
         if self._in_spec is not None and spec != self._in_spec:
             raise BrazeError(f"inputs do not match the exported signature:\n got {spec}\n expected {self._in_spec}")
         with torch.no_grad():
-            outputs = reference.run(self.module, *flat, parameters=self.parameters)
-        return pytree.tree_unflatten(outputs, self._out_spec)
+            outputs = reference.run(self.module, *self._imported.arguments(flat), parameters=self.parameters)
+        return pytree.tree_unflatten(self._imported.outputs(outputs), self._out_spec)
+
+    @property
+    def imported(self) -> ImportedGraph:
+        """The imported graph: module, extern calls, op count, None inputs
+        and outputs."""
+        return self._imported
 
 
 def export(model, args, kwargs=None, dynamic_shapes=None) -> ExportedProgram:
@@ -72,8 +79,13 @@ def export(model, args, kwargs=None, dynamic_shapes=None) -> ExportedProgram:
             # torch.export deep-copies tree specs and trips its own deprecation
             # of LeafSpec (torch 2.13); nothing a caller can act on.
             warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
-            program = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
-            program = program.run_decompositions(torch.export.default_decompositions())
+            # Attention in its math form (matmuls and a softmax braze fuses),
+            # as under torch.compile: the CPU flash kernel's decomposition
+            # gives its output strides eager does not, and a model's later
+            # view() of it then fails to trace (GPT-2 under torch 2.13).
+            with sdpa_kernel([SDPBackend.MATH]):
+                program = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
+                program = program.run_decompositions(torch.export.default_decompositions())
     except Exception as error:  # torch raises many types; the user needs the text
         raise BrazeError(f"torch.export could not capture the model: {type(error).__name__}: {error}") from error
     signature = program.graph_signature

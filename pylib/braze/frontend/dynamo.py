@@ -4,9 +4,11 @@ Graphs go through AOTAutograd with the core aten decompositions, so inference
 graphs and both halves of training graphs arrive as core aten. Each is
 imported into braze and handed to a function that prepares it to run:
 `braze.compiler.dynamo_backend` (registered as "braze") compiles it for the
-CPU, `reference_backend` runs it on the reference interpreter. A graph with
-an op braze does not support runs in eager PyTorch instead, with one warning
-naming the op.
+CPU, `reference_backend` runs it on the reference interpreter. An op braze
+has no lowering for becomes a `braze.extern` call; any failure of braze
+itself (a graph it cannot import or compile, an internal error, a failure
+when the compiled graph runs) makes that graph run in eager PyTorch instead,
+with one warning naming the cause: never an exception.
 """
 
 from __future__ import annotations
@@ -15,11 +17,29 @@ import warnings
 from typing import Callable
 
 import torch
+from torch._dynamo.exc import RestartAnalysis
 from torch._functorch.aot_autograd import make_boxed_func
 
+from braze.errors import BrazeError
 from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_graph
 
-_warned_ops: set[str] = set()
+# Causes already warned about: each is said once per process.
+_warned: set[str] = set()
+
+
+def _warn_eager(cause: str) -> None:
+    if cause not in _warned:
+        _warned.add(cause)
+        warnings.warn(f"braze: {cause}; this graph runs in eager PyTorch", stacklevel=3)
+
+
+def _cause(error: Exception) -> str:
+    """A one-line description of why braze gave up on a graph."""
+    if isinstance(error, UnsupportedOpError):
+        return f"{error.op} is not supported ({error.message})"
+    if isinstance(error, BrazeError):
+        return error.message.splitlines()[0]
+    return f"internal error {type(error).__name__}: {error} (a braze bug)"
 
 
 class BoxedFunction:
@@ -28,21 +48,29 @@ class BoxedFunction:
     It takes them boxed (one list it may clear, so inputs can be freed early).
     The flag is an instance attribute: torch._dynamo.disable wraps the
     backward with functools.wraps, which copies only the instance __dict__.
+    If braze fails on a call, that call and every later one run `eager`
+    (the graph in PyTorch) instead, after one warning.
     """
 
-    def __init__(self, imported: ImportedGraph, run: Callable[..., list]):
+    def __init__(self, imported: ImportedGraph, run: Callable[..., list], eager: Callable[..., object]):
         self.imported = imported
         self.run = run
+        self.eager = eager
         self._boxed_call = True
 
     def __call__(self, args: list):
         inputs = list(args)
         args.clear()
-        with torch.no_grad():
-            outputs = self.run(*inputs)
-        for i in self.imported.none_outputs:
-            outputs.insert(i, None)
-        return tuple(outputs)
+        if self.run is not None:
+            try:
+                with torch.no_grad():
+                    outputs = self.run(*inputs)
+            except Exception as error:  # never an exception from braze: eager instead
+                _warn_eager(f"the compiled graph failed ({_cause(error)})")
+                self.run = None
+            else:
+                return tuple(self.imported.outputs(outputs))
+        return tuple(self.eager(*inputs))
 
 
 def _shape_ranges(example_inputs) -> dict:
@@ -56,13 +84,13 @@ def _graph_compiler(prepare: Callable[[ImportedGraph], Callable[..., list]]):
     def compile_graph(graph_module: torch.fx.GraphModule, example_inputs):
         try:
             imported = import_graph(graph_module, range_constraints=_shape_ranges(example_inputs))
-        except UnsupportedOpError as error:
-            if error.op not in _warned_ops:
-                _warned_ops.add(error.op)
-                warnings.warn(f"braze: {error.op} is not supported; this graph runs in eager "
-                              f"PyTorch ({error.message})", stacklevel=2)
+            run = prepare(imported)
+        except RestartAnalysis:
+            raise  # Dynamo's own signal to trace again, not a failure
+        except Exception as error:  # any braze failure: this graph runs in eager
+            _warn_eager(_cause(error))
             return make_boxed_func(graph_module.forward)
-        return BoxedFunction(imported, prepare(imported))
+        return BoxedFunction(imported, run, graph_module.forward)
 
     return compile_graph
 
@@ -99,11 +127,17 @@ def make_backend(prepare: Callable[[ImportedGraph], Callable[..., list]]):
         from torch._decomp import core_aten_decompositions
         from torch._dynamo.backends.common import aot_autograd
 
-        _attention_in_math_form(graph_module)
         compile_graph = _graph_compiler(prepare)
         aot = aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
                            decompositions=core_aten_decompositions())
-        return aot(graph_module, example_inputs, **kwargs)
+        _attention_in_math_form(graph_module)
+        try:
+            return aot(graph_module, example_inputs, **kwargs)
+        except RestartAnalysis:
+            raise  # Dynamo's own signal to trace again, not a failure
+        except Exception as error:  # tracing for braze failed: eager (SDPA as math)
+            _warn_eager(_cause(error))
+            return graph_module.forward
 
     return backend
 

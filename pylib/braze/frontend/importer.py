@@ -8,6 +8,7 @@ dispatches on `node.op` then on the call target, and the lowerings in
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 
@@ -19,6 +20,7 @@ from mlir.dialects import func
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.builder import Builder
+from braze.frontend.extern import emit_extern
 from braze.frontend.lowerings import LOWERINGS, target_name
 from braze.frontend.symbols import arg_dims_attr, free_symbols, symbols_attr
 from braze.frontend.types import element_type, tensor_type
@@ -41,13 +43,50 @@ class UnsupportedOpError(BrazeError):
         self.op = op
 
 
+@dataclass(frozen=True)
+class ExternCall:
+    """A node imported as `braze.extern`: its op, why it was not lowered,
+    and where it is in the user's source."""
+
+    op: str
+    reason: str
+    source: str
+
+
 @dataclass
 class ImportedGraph:
-    """A graph imported into `module`, with what a caller needs to run it."""
+    """A graph imported into `module`, with what a caller needs to run it.
+
+    Inputs that were None when the graph was captured (an optional mask
+    left out) are no function arguments, and None outputs are no results:
+    `arguments` and `outputs` convert between the graph's flat inputs and
+    outputs and the function's.
+    """
 
     module: Module
     parameter_names: list[str]
     none_outputs: list[int] = field(default_factory=list)
+    externs: list[ExternCall] = field(default_factory=list)
+    none_inputs: list[int] = field(default_factory=list)
+    op_count: int = 0  # the graph's op nodes (assertions and getitem not counted)
+
+    def arguments(self, flat: list) -> list:
+        """The function's arguments among the graph's flat inputs."""
+        if not self.none_inputs:
+            return flat
+        for number in self.none_inputs:
+            if number < len(flat) and flat[number] is not None:
+                raise BrazeError(f"input #{number} was None when the model was captured, so it must stay None "
+                                 f"(capture again with a tensor there to pass one)")
+        skip = set(self.none_inputs)
+        return [value for number, value in enumerate(flat) if number not in skip]
+
+    def outputs(self, results: list) -> list:
+        """The graph's flat outputs: the function's results, with its None
+        outputs put back."""
+        for number in self.none_outputs:
+            results.insert(number, None)
+        return results
 
 
 def source_of(node: fx.Node) -> tuple[str, int, str] | None:
@@ -58,6 +97,10 @@ def source_of(node: fx.Node) -> tuple[str, int, str] | None:
         return None
     file, line, code = frames[-1]
     return file, int(line), code.strip()
+
+
+def _one_line(error: BrazeError) -> str:
+    return "; ".join(line.strip() for line in str(error).splitlines() if line.strip())
 
 
 def describe_source(node: fx.Node) -> str:
@@ -101,7 +144,9 @@ def import_graph(
     parameters = parameters or {}
     graph = graph_module.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    args = [n for n in placeholders if n.name not in parameters]
+    inputs = [n for n in placeholders if n.name not in parameters]
+    none_inputs = [number for number, n in enumerate(inputs) if n.meta.get("val") is None]
+    args = [n for n in inputs if n.meta.get("val") is not None]
     outputs = next(n for n in graph.nodes if n.op == "output").args[0]
     results = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
     none_outputs = [i for i, r in enumerate(results) if r is None]
@@ -126,6 +171,7 @@ def import_graph(
         with ir.InsertionPoint(block):
             importer = _NodeImporter(graph_module, parameters)
             importer.values.update(zip(args, block.arguments))
+            importer.values.update((n, None) for n in inputs if n.meta.get("val") is None)
             for node in graph.nodes:
                 importer.import_node(node)
             func.ReturnOp([importer.values[r] for r in results])
@@ -133,7 +179,10 @@ def import_graph(
             module.operation.verify()
         except ir.MLIRError as error:
             raise BrazeError.from_mlir("the imported module is invalid (a braze bug)", error) from None
-    return ImportedGraph(Module(module), sorted(set(parameters.values())), none_outputs)
+    op_count = sum(1 for n in graph.nodes if n.op == "call_function"
+                   and n.target not in _ASSERTIONS and n.target is not operator.getitem)
+    return ImportedGraph(Module(module), sorted(set(parameters.values())), none_outputs, importer.externs,
+                         none_inputs, op_count)
 
 
 class _NodeImporter:
@@ -141,6 +190,7 @@ class _NodeImporter:
         self.graph_module = graph_module
         self.parameters = parameters
         self.values: dict[fx.Node, object] = {}
+        self.externs: list[ExternCall] = []
 
     def import_node(self, node: fx.Node) -> None:
         if node.op in ("output",) or node in self.values:
@@ -165,26 +215,36 @@ class _NodeImporter:
         target = node.target
         if target in _ASSERTIONS:
             return None
-        lowering = LOWERINGS.get(target)
-        if lowering is None:
-            name = target_name(target)
-            raise UnsupportedOpError(
-                f"unsupported op {name} at {describe_source(node)} "
-                f"(no lowering in braze.frontend.lowerings; see docs/ops.md)", name)
+        name = target_name(target)
         args = fx.node.map_aggregate(node.args, self._value)
         kwargs = fx.node.map_aggregate(node.kwargs, self._value)
+        lowering = LOWERINGS.get(target)
+        if lowering is None:
+            reason = "no lowering"
+        else:
+            block = ir.InsertionPoint.current.block
+            first_new = len(block.operations)
+            try:
+                value = lowering(Builder(node), *args, **kwargs)
+                for op in list(block.operations)[first_new:]:
+                    op.verify()
+                return value
+            except BrazeError as error:  # before MLIRError, its base class
+                reason = _one_line(error)
+            except ir.MLIRError as error:
+                reason = _one_line(BrazeError.from_mlir("the lowering made invalid IR (a braze bug)", error))
+            except Exception as error:  # a lowering bug: the op still runs, through torch
+                reason = f"internal error in the lowering (a braze bug): {type(error).__name__}: {error}"
+            for op in reversed(list(block.operations)[first_new:]):
+                op.erase()
         try:
-            return lowering(Builder(node), *args, **kwargs)
-        except ir.MLIRError as error:
-            raise BrazeError.from_mlir(
-                f"cannot import {target_name(target)} at {describe_source(node)}", error) from None
+            value = emit_extern(target, node.meta.get("val"), args, kwargs)
         except BrazeError as error:
-            raise BrazeError(f"cannot import {target_name(target)} at {describe_source(node)}: "
-                             f"{error.message}", error.diagnostics) from None
-        except Exception as error:  # a lowering bug must still end as a clear error
-            raise BrazeError(
-                f"internal error importing {target_name(target)} at {describe_source(node)}: "
-                f"{type(error).__name__}: {error} (a braze bug)") from error
+            raise UnsupportedOpError(
+                f"unsupported op {name} at {describe_source(node)} ({reason}; {error.message}; "
+                f"see docs/ops.md)", name) from None
+        self.externs.append(ExternCall(name, reason, describe_source(node)))
+        return value
 
     def _value(self, x):
         return self.values[x] if isinstance(x, fx.Node) else x

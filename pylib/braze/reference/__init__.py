@@ -29,7 +29,7 @@ modules of this package, one per family of ops.
 from __future__ import annotations
 
 # Importing the handler modules fills the handler table.
-from braze.reference import constants, layout, pointwise, products, reductions, upstream  # noqa: F401
+from braze.reference import constants, extern, layout, pointwise, products, reductions, upstream  # noqa: F401
 from braze.reference.interpreter import Interpreter, module_operation
 from braze.reference.registry import HANDLERS
 

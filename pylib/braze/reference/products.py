@@ -1,4 +1,4 @@
-"""Matrix products: matmul, bmm, addmm."""
+"""Matrix products (matmul, bmm, addmm) and convolutions: the library ops."""
 
 from __future__ import annotations
 
@@ -30,3 +30,13 @@ def addmm(op, operands, interpreter):
     # torch.addmm scales and adds in its accumulator before the one rounding
     # to the element type, exactly as eager PyTorch (and nn.Linear) does.
     return [torch.addmm(bias, lhs, rhs, beta=beta, alpha=alpha)]
+
+
+@handles("braze.convolution")
+def convolution(op, operands, interpreter):
+    input_, weight, *bias = operands
+    transposed = "transposed" in op.attributes
+    output_padding = list(op.output_padding) if transposed else [0] * (input_.dim() - 2)
+    return [torch.ops.aten.convolution.default(
+        input_, weight, bias[0] if bias else None, list(op.stride), list(op.padding), list(op.dilation),
+        transposed, output_padding, op.groups.value)]

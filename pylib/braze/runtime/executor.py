@@ -21,6 +21,7 @@ from __future__ import annotations
 import array
 import ctypes
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -33,11 +34,12 @@ from braze.codegen.cpp.emitter import KernelSpec
 from braze.errors import BrazeError, format_location
 from braze.reference import HANDLERS, Interpreter
 from braze.reference.dtypes import torch_dtype
+from braze.reference.extern import prepare_extern
 from braze.reference.interpreter import check_arguments
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
-_FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm"}
+_FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution"}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}
 # Evaluated once when the program is built.
@@ -208,6 +210,28 @@ class _HostCall:
             env[slot] = value
 
 
+class _ExternCall:
+    """An aten op braze does not lower, called through torch; its
+    arguments are decoded once, when the program is built."""
+
+    def __init__(self, op, slots: dict):
+        self.name = op.operation.name
+        self.target = ir.StringAttr(op.attributes["target"]).value
+        self.call = prepare_extern(op)
+        self.deterministic = torch.Tag.nondeterministic_seeded not in _overload_tags(self.target)
+        self.operands = [slots[v] for v in op.operation.operands]
+        self.results = [slots[v] for v in op.operation.results]
+
+    def __call__(self, env: list) -> None:
+        for slot, value in zip(self.results, self.call([env[s] for s in self.operands])):
+            env[slot] = value
+
+
+def _overload_tags(target: str):
+    namespace, name, overload = target.split(".")
+    return getattr(getattr(getattr(torch.ops, namespace), name), overload).tags
+
+
 class Program:
     """A compiled function, callable on torch tensors or numpy arrays."""
 
@@ -254,9 +278,12 @@ class Program:
                 function.restype = ctypes.c_int
                 function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
                 call = _KernelCall(function, spec, op, slots)
+            elif name == "braze.extern":
+                call = _ExternCall(op, slots)
             else:
                 call = _HostCall(op, slots, interpreter)
-            if name != "func.call" and all(slot_number in template for slot_number in operand_slots):
+            foldable = name != "func.call" and getattr(call, "deterministic", True)
+            if foldable and all(slot_number in template for slot_number in operand_slots):
                 # Every input is known now (an iota, a mask built from
                 # constants): run it once, here, instead of on every call.
                 env = [template.get(i) for i in range(len(slots))]
@@ -270,7 +297,9 @@ class Program:
         self.kernel_count = len(kernels)
         steps = self._with_launches(steps, library, launches)
         self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh)
-        self.library_calls = sum(isinstance(s[0], _HostCall) and s[0].name in _FRESH for s in steps)
+        # Per op name, the steps that call a library (GEMMs, convolutions).
+        self.library_calls = Counter(s[0].name for s in steps if isinstance(s[0], _HostCall) and s[0].name in _FRESH)
+        self.extern_calls = Counter(s[0].target for s in steps if isinstance(s[0], _ExternCall))
         self.slot_count = len(slots)
         self.template = [template.get(i) for i in range(self.slot_count)]
         self.copied_outputs = [i for i, s in enumerate(self.output_slots)

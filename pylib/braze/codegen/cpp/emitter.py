@@ -200,7 +200,7 @@ class _KernelPrinter:
             if any(operand in self.full for operand in op.operation.operands):
                 for result in op.operation.results:
                     self.full.add(result)
-            if name == "braze.store" and op.operation.operands[0] in self.full:
+            if name == "braze.store" and self.stores_per_reduction_point(op):
                 stores.append(op.operation.operands[0])
         if stores:
             loops.append((stores, None))
@@ -211,6 +211,12 @@ class _KernelPrinter:
             index = f"i{dim}"
             linear = f"({linear}) * n{dim} + {index}" if linear else index
         self.linear = linear
+
+    def stores_per_reduction_point(self, op) -> bool:
+        """Whether a braze.store runs in the loop over the reduction points:
+        its value depends on a reduction index, or it writes at one (a value
+        broadcast along a reduced dim is written once per reduction point)."""
+        return any(operand in self.full for operand in op.operation.operands)
 
     def expression(self, op) -> str:
         """The C++ expression of a scalar op over already-named operands."""
@@ -524,7 +530,7 @@ class _KernelPrinter:
             if name == "braze.reduce":
                 self.reduce_stage(op, body, "")
             elif name == "braze.store":
-                if op.operation.operands[0] in self.full:
+                if self.stores_per_reduction_point(op):
                     full_stores.append(op)
                 else:
                     self.store(op, body, "")

@@ -167,3 +167,28 @@ def split(b, x, sizes, dim=0):
                       if (start, end) != (0, shape[dim]) else x)
         start = end
     return tuple(pieces)
+
+
+def _row_major(shape, strides) -> bool:
+    """Whether `strides` lay `shape` out contiguously in row-major order (a
+    dim of size 1 is never stepped, so its stride does not matter)."""
+    expected = 1
+    for size, stride in reversed(list(zip(shape, strides))):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+@lowers(aten.as_strided.default)
+def as_strided(b, x, size, stride, storage_offset=None):
+    """Only the form that reads a contiguous input's elements in order (a
+    reshape; adaptive pooling to 1x1 decomposes to one): braze values have no
+    storage to stride through."""
+    source = b.node.args[0].meta["val"]
+    static = all(isinstance(s, int) for s in [*size, *stride, *source.shape, *source.stride()])
+    if (not static or storage_offset not in (None, 0) or source.storage_offset() != 0
+            or source.numel() != torch.Size(size).numel()
+            or not _row_major(source.shape, source.stride()) or not _row_major(size, stride)):
+        raise BrazeError("as_strided is lowered only where it reads a contiguous input in order")
+    return b.reshape(x, b.out_type(), list(size))

@@ -1,0 +1,90 @@
+//===- BrazeHostOps.td - ops the runtime runs through a library -*- tablegen -*-===//
+//
+// Ops that are not lowered to the kernel form: a convolution, which runs in
+// the vendor library (oneDNN through PyTorch on the CPU), and `extern`, any
+// aten op braze has no lowering for, which runs through PyTorch so that one
+// unsupported op never sends a whole graph back to eager. Fusion passes
+// treat both as barriers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAZE_HOST_OPS
+#define BRAZE_HOST_OPS
+
+def Braze_ConvolutionOp : Braze_Op<"convolution", [Pure]> {
+  let summary = "1-D, 2-D or 3-D convolution, plain or transposed, with groups";
+  let description = [{
+    PyTorch's `aten.convolution`: `input` is `N x C x spatial...`, `weight` is
+    `O x C/groups x kernel...` (transposed: `C x O/groups x kernel...`),
+    `bias` (optional) has one element per output channel. `stride`,
+    `padding` and `dilation` have one entry per spatial dim;
+    `output_padding` only matters when `transposed` is set. A static output
+    dim must equal what the sizes give:
+    `(in + 2 padding - dilation (kernel - 1) - 1) / stride + 1`, or for a
+    transposed convolution
+    `(in - 1) stride - 2 padding + dilation (kernel - 1) + output_padding + 1`.
+
+    The runtime calls the vendor library; the pointwise ops that follow
+    (bias, batch norm in inference, activation, residual) fuse into one
+    kernel after it.
+
+    ```mlir
+    %y = braze.convolution %x, %w bias %b stride [2, 2] padding [3, 3]
+        dilation [1, 1] groups 1
+        : tensor<?x3x224x224xf32>, tensor<64x3x7x7xf32>, tensor<64xf32>
+        -> tensor<?x64x112x112xf32>
+    ```
+  }];
+  let arguments = (ins Braze_FloatTensor:$input, Braze_FloatTensor:$weight,
+                       Optional<Braze_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups,
+                       UnitAttr:$transposed,
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$output_padding);
+  let results = (outs Braze_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? `stride` $stride `padding` $padding
+    `dilation` $dilation `groups` $groups (`transposed` $transposed^
+    `output_padding` $output_padding)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braze_ExternOp : Braze_Op<"extern"> {
+  let summary = "an aten op that runs through PyTorch";
+  let description = [{
+    Calls the aten overload `target` (as `torch.ops` spells it, e.g.
+    `aten.gather.default`) on the tensors' device. `arguments` are its
+    positional arguments and `keywords` its keyword arguments, as attributes:
+    an `index`-typed integer `k : index` stands for operand `k`; other
+    integers, floats, `true`/`false` and strings are Python values; `unit`
+    is `None`; arrays are lists; a type attribute is a dtype (`f32`); a
+    dictionary `{device = "cpu"}`, `{layout = "strided"}` or
+    `{memory_format = "contiguous_format"}` is that torch object. Results
+    are the tensors (and sizes) the overload returns, in order; a `None` it
+    returns is skipped.
+
+    The frontend emits it for an op it has no lowering for, or a form of an
+    op its lowering refuses, so the rest of the graph is still compiled.
+    It may have effects (the overload is opaque to braze), so it is never
+    moved, merged or removed, and fusion does not cross it.
+
+    ```mlir
+    %g = braze.extern "aten.gather.default" (%x, %i)
+        args [0 : index, 1, 1 : index]
+        : (tensor<2x8xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$inputs, StrAttr:$target,
+                       ArrayAttr:$arguments,
+                       OptionalAttr<DictionaryAttr>:$keywords);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $target `(` $inputs `)` `args` $arguments (`kwargs` $keywords^)?
+    attr-dict `:` functional-type($inputs, $results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // BRAZE_HOST_OPS

@@ -1,0 +1,74 @@
+"""Convolutions and inference batch norm."""
+
+from __future__ import annotations
+
+import torch
+from mlir import ir
+
+from braze.dialects import braze as bz
+from braze.errors import BrazeError
+from braze.frontend.builder import dtype_of, shape_of
+from braze.frontend.lowerings import lowers
+from braze.frontend.lowerings.nn import _compute_dtype
+
+aten = torch.ops.aten
+
+
+def _per_dim(values, count: int) -> list[int]:
+    """A stride/padding/dilation argument as one int per spatial dim."""
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
+    if len(values) == 1:
+        values = values * count
+    if len(values) != count or not all(isinstance(v, int) for v in values):
+        raise BrazeError(f"expected {count} static sizes, got {values}")
+    return values
+
+
+@lowers(aten.convolution.default)
+def convolution(b, x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    spatial = len(shape_of(x)) - 2
+    if spatial < 1:
+        raise BrazeError("an unbatched convolution input is not supported")
+    if isinstance(padding, str):
+        raise BrazeError(f"padding '{padding}' is not supported; give sizes")
+    attributes = dict(stride=_per_dim(stride, spatial), padding=_per_dim(padding, spatial),
+                      dilation=_per_dim(dilation, spatial), groups=int(groups))
+    if transposed:
+        attributes.update(transposed=True, output_padding=_per_dim(output_padding, spatial))
+    elif any(_per_dim(output_padding, spatial)):
+        raise BrazeError("output_padding is only for a transposed convolution")
+    dtype = b.out_dtype()
+    return bz.ConvolutionOp(b.out_type(), b.cast(x, dtype), b.cast(weight, dtype),
+                            bias=None if bias is None else b.cast(bias, dtype), **attributes).result
+
+
+def _per_channel(b, value, rank: int):
+    """A [C] tensor shaped [C, 1, ...] to broadcast over `N x C x spatial`."""
+    channels = shape_of(value)[0]
+    shape = [channels] + [1] * (rank - 2)
+    result = ir.RankedTensorType.get(shape, ir.RankedTensorType(value.type).element_type)
+    return b.reshape(value, result, shape)
+
+
+@lowers(aten._native_batch_norm_legit_no_training.default)
+def batch_norm_inference(b, x, weight, bias, running_mean, running_var, momentum, eps):
+    """(y, empty, empty): y = x * alpha + beta per channel, with
+    alpha = weight / sqrt(var + eps) and beta = bias - mean * alpha, the
+    form (and rounding) of PyTorch's CPU kernel. With weights as parameters,
+    alpha and beta are computed once, when the program is built, and the
+    multiply-add fuses with whatever follows the normalization."""
+    out_dtype = dtype_of(x)
+    dtype = _compute_dtype(out_dtype)
+    rank = len(shape_of(x))
+    if rank < 2:
+        raise BrazeError("batch norm needs an N x C x ... input")
+    alpha = bz.RsqrtOp(bz.AddOp(b.cast(running_var, dtype), b.constant(eps, dtype)).result).result
+    if weight is not None:
+        alpha = bz.MulOp(alpha, b.cast(weight, dtype)).result
+    beta = bz.NegOp(bz.MulOp(b.cast(running_mean, dtype), alpha).result).result
+    if bias is not None:
+        beta = bz.AddOp(b.cast(bias, dtype), beta).result
+    y = bz.AddOp(bz.MulOp(b.cast(x, dtype), _per_channel(b, alpha, rank)).result,
+                 _per_channel(b, beta, rank)).result
+    empty = [b.constant(0, b.out_dtype(i), shape=(0,)) for i in (1, 2)]
+    return (b.cast(y, out_dtype), *empty)

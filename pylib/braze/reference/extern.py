@@ -1,0 +1,105 @@
+"""`braze.extern`: the aten call its attributes describe, through torch.
+
+`prepare_extern(op)` decodes the attributes once and returns a function of
+the operands' runtime values; the reference handler and the executor both
+use it, so an extern op has one meaning everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from mlir import ir
+
+from braze.reference.dtypes import torch_dtype
+from braze.reference.registry import handles, op_error
+
+_OBJECTS = {
+    "device": torch.device,
+    "layout": lambda name: getattr(torch, name),
+    "memory_format": lambda name: getattr(torch, name),
+}
+
+
+class _Operand:
+    """Where operand `number`'s runtime value goes in the call."""
+
+    def __init__(self, number: int):
+        self.number = number
+
+
+def _decode(attribute: ir.Attribute):
+    """An argument attribute as a Python value (operands as `_Operand`)."""
+    if isinstance(attribute, ir.BoolAttr):
+        return attribute.value
+    if isinstance(attribute, ir.IntegerAttr):
+        if isinstance(attribute.type, ir.IndexType):
+            return _Operand(attribute.value)
+        return attribute.value
+    if isinstance(attribute, ir.FloatAttr):
+        return attribute.value
+    if isinstance(attribute, ir.StringAttr):
+        return attribute.value
+    if isinstance(attribute, ir.UnitAttr):
+        return None
+    if isinstance(attribute, ir.TypeAttr):
+        return torch_dtype(attribute.value)
+    if isinstance(attribute, ir.ArrayAttr):
+        return [_decode(element) for element in attribute]
+    if isinstance(attribute, ir.DictAttr):
+        named = attribute[0]
+        return _OBJECTS[named.name](ir.StringAttr(named.attr).value)
+    raise TypeError(f"cannot decode extern argument {attribute}")
+
+
+def _has_operands(value) -> bool:
+    if isinstance(value, _Operand):
+        return True
+    return isinstance(value, list) and any(_has_operands(v) for v in value)
+
+
+def _filler(value) -> Callable[[list], Any]:
+    """A function of the operand values that rebuilds `value`, copying only
+    the lists that hold operands."""
+    if isinstance(value, _Operand):
+        number = value.number
+        return lambda operands: operands[number]
+    if isinstance(value, list) and _has_operands(value):
+        parts = [_filler(v) for v in value]
+        return lambda operands: [part(operands) for part in parts]
+    return lambda operands: value
+
+
+def _overload(op) -> torch._ops.OpOverload:
+    target = ir.StringAttr(op.attributes["target"]).value
+    namespace, name, overload = target.split(".")
+    try:
+        return getattr(getattr(getattr(torch.ops, namespace), name), overload)
+    except (AttributeError, RuntimeError):
+        raise op_error(op, f"torch has no op {target}") from None
+
+
+def prepare_extern(op) -> Callable[[list], list]:
+    """The call `op` describes, as a function from operand values to the
+    list of its results."""
+    overload = _overload(op)
+    arguments = _filler([_decode(a) for a in ir.ArrayAttr(op.attributes["arguments"])])
+    keywords = {}
+    if "keywords" in op.attributes:
+        keywords = {named.name: _filler(_decode(named.attr)) for named in ir.DictAttr(op.attributes["keywords"])}
+    result_count = len(op.operation.results)
+
+    def call(operands: list) -> list:
+        output = overload(*arguments(operands), **{k: fill(operands) for k, fill in keywords.items()})
+        results = [r for r in output if r is not None] if isinstance(output, (tuple, list)) else [output]
+        if len(results) != result_count:
+            raise op_error(op, f"{overload} returned {len(results)} value(s) for {result_count} result(s)")
+        return results
+
+    return call
+
+
+@handles("braze.extern")
+def extern(op, operands, interpreter):
+    return prepare_extern(op)(operands)
