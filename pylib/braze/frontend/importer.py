@@ -207,6 +207,8 @@ class _NodeImporter:
 
     def _import_get_attr(self, node: fx.Node):
         value = getattr(self.graph_module, node.target)
+        if isinstance(value, fx.GraphModule):
+            return value  # a branch of a higher-order op, which refuses it
         if not isinstance(value, torch.Tensor):
             raise BrazeError(f"graph attribute '{node.target}' is a {type(value).__name__}, not a tensor")
         return constant_tensor(value)

@@ -294,7 +294,8 @@ class Program:
             if name in _FRESH:
                 fresh.update(result_slots)
             steps.append((call, operand_slots, result_slots))
-        self.kernel_count = len(kernels)
+        # Kernels that run per call (those on known values ran above).
+        self.kernel_count = sum(isinstance(step[0], _KernelCall) for step in steps)
         steps = self._with_launches(steps, library, launches)
         self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh)
         # Per op name, the steps that call a library (GEMMs, convolutions).

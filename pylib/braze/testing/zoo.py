@@ -36,6 +36,12 @@ SMALL = Size(image=32, sequence=32, batch=2, hidden=64, layers=2, heads=4)
 BENCH = Size(image=224, sequence=128, batch=2, hidden=768, layers=2, heads=12)
 
 
+def import_libraries() -> None:
+    """Imports torchvision and transformers (ImportError when one is missing)."""
+    _import_torchvision()
+    import transformers  # noqa: F401
+
+
 def _import_torchvision():
     import torch.library
 

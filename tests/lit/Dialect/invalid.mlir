@@ -569,3 +569,104 @@ func.func @store_type(%x: tensor<4xf32>) -> tensor<4xf16> {
   }
   return %r : tensor<4xf16>
 }
+
+// -----
+
+// Tests that a reduced value (once per parallel point) cannot be stored at
+// a reduction index.
+func.func @store_reduced_at_reduction_index(%x: tensor<4x1xf32>) -> tensor<4x1xf32> {
+  %r = braze.kernel ins(%x : tensor<4x1xf32>) domain [4, 1] reduce [1] : tensor<4x1xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<4x1xf32>):
+    %v = tensor.extract %a[%i, %j] : tensor<4x1xf32>
+    %s = braze.reduce "add" %v : f32 -> f32
+    // expected-error @+1 {{'braze.store' op stores a reduced value at the index of reduction dim 1 (index #1); store it at 0 there}}
+    braze.store %s, 0 [%i, %j] : f32
+  }
+  return %r : tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that a convolution's channels must agree with its weight.
+func.func @convolution_channels(%x: tensor<2x4x8x8xf32>, %w: tensor<6x3x3x3xf32>) {
+  // expected-error @+1 {{'braze.convolution' op input has 4 channels but the weight expects 3}}
+  %0 = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1
+      : tensor<2x4x8x8xf32>, tensor<6x3x3x3xf32> -> tensor<2x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that a static output size must follow from stride and padding.
+func.func @convolution_output_size(%x: tensor<2x3x8x8xf32>, %w: tensor<6x3x3x3xf32>) {
+  // expected-error @+1 {{'braze.convolution' op spatial dim 1 of the result is 8 but the sizes give 4}}
+  %0 = braze.convolution %x, %w stride [2, 2] padding [1, 1] dilation [1, 1] groups 1
+      : tensor<2x3x8x8xf32>, tensor<6x3x3x3xf32> -> tensor<2x6x4x8xf32>
+  return
+}
+
+// -----
+
+// Tests that stride, padding and dilation have one entry per spatial dim.
+func.func @convolution_attribute_length(%x: tensor<2x3x8x8xf32>, %w: tensor<6x3x3x3xf32>) {
+  // expected-error @+1 {{'braze.convolution' op stride must have 2 entries (one per spatial dim), got 1}}
+  %0 = braze.convolution %x, %w stride [1] padding [0, 0] dilation [1, 1] groups 1
+      : tensor<2x3x8x8xf32>, tensor<6x3x3x3xf32> -> tensor<2x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that groups must divide the weight's channels.
+func.func @convolution_groups(%x: tensor<2x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) {
+  // expected-error @+1 {{'braze.convolution' op weight dim 0 (6) is not divisible by groups (4)}}
+  %0 = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 4
+      : tensor<2x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<2x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that output_padding belongs to transposed convolutions only.
+func.func @convolution_output_padding(%x: tensor<2x3x8x8xf32>, %w: tensor<6x3x3x3xf32>) {
+  // expected-error @+1 {{'braze.convolution' op output_padding is only for a transposed convolution}}
+  %0 = "braze.convolution"(%x, %w) {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64, output_padding = array<i64: 1, 1>}
+      : (tensor<2x3x8x8xf32>, tensor<6x3x3x3xf32>) -> tensor<2x6x6x6xf32>
+  return
+}
+
+// -----
+
+// Tests that an extern target names an overload.
+func.func @extern_target(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'braze.extern' op target must name an overload as namespace.op.overload, got 'cumsum'}}
+  %0 = braze.extern "cumsum" (%x) args [0 : index, 0] : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that an operand reference must name an operand.
+func.func @extern_operand_range(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'braze.extern' op argument refers to operand #1 but the op has 1 operand(s)}}
+  %0 = braze.extern "aten.add.Tensor" (%x) args [0 : index, 1 : index] : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that every operand is passed to the call.
+func.func @extern_unused_operand(%x: tensor<4xf32>, %y: tensor<4xf32>) {
+  // expected-error @+1 {{'braze.extern' op operand #1 is not used by any argument}}
+  %0 = braze.extern "aten.neg.default" (%x, %y) args [0 : index] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Tests that only device, layout and memory_format objects are arguments.
+func.func @extern_object(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'braze.extern' op a dictionary argument must be one of}}
+  %0 = braze.extern "aten.clone.default" (%x) args [0 : index] kwargs {memory_format = {stream = "0"}} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}

@@ -218,3 +218,34 @@ func.func @kernel(%x: tensor<?x8xf32>, %n: index) -> (tensor<?x8xf32>, tensor<?x
   }
   return %r#0, %r#1 : tensor<?x8xf32>, tensor<?xi64>
 }
+
+// -----
+
+// Tests that convolutions (plain with bias, depthwise, transposed) and
+// extern calls (operand references, lists, None, dtypes, keywords, tuple
+// results) round-trip.
+// CHECK-LABEL: func.func @library_ops
+// CHECK: braze.convolution %{{.*}}, %{{.*}} bias %{{.*}} stride [2, 2] padding [3, 3] dilation [1, 1] groups 1 : tensor<?x3x32x32xf32>, tensor<8x3x7x7xf32>, tensor<8xf32> -> tensor<?x8x16x16xf32>
+// CHECK: braze.convolution %{{.*}}, %{{.*}} stride [1] padding [1] dilation [2] groups 8 : tensor<2x8x10xf32>, tensor<8x1x3xf32> -> tensor<2x8x8xf32>
+// CHECK: braze.convolution %{{.*}}, %{{.*}} stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 transposed output_padding [1, 1] : tensor<1x8x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<1x4x10x10xf32>
+// CHECK: braze.extern "aten.index.Tensor"(%{{.*}}, %{{.*}}) args [0 : index, [unit, 1 : index]] : (tensor<4x6xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+// CHECK: braze.extern "aten.cumsum.default"(%{{.*}}) args [0 : index, 1] kwargs {dtype = f64} : (tensor<4x6xf32>) -> tensor<4x6xf64>
+// CHECK: braze.extern "aten.max_pool2d_with_indices.default"(%{{.*}}) args [0 : index, [2, 2], [2, 2], [0, 0], [1, 1], false] : (tensor<?x3x32x32xf32>) -> (tensor<?x3x16x16xf32>, tensor<?x3x16x16xi64>)
+func.func @library_ops(%x: tensor<?x3x32x32xf32>, %w: tensor<8x3x7x7xf32>, %b: tensor<8xf32>,
+                       %y: tensor<2x8x10xf32>, %dw: tensor<8x1x3xf32>,
+                       %t: tensor<1x8x5x5xf32>, %tw: tensor<8x4x3x3xf32>,
+                       %m: tensor<4x6xf32>, %i: tensor<3xi64>) {
+  %0 = braze.convolution %x, %w bias %b stride [2, 2] padding [3, 3] dilation [1, 1] groups 1
+      : tensor<?x3x32x32xf32>, tensor<8x3x7x7xf32>, tensor<8xf32> -> tensor<?x8x16x16xf32>
+  %1 = braze.convolution %y, %dw stride [1] padding [1] dilation [2] groups 8
+      : tensor<2x8x10xf32>, tensor<8x1x3xf32> -> tensor<2x8x8xf32>
+  %2 = braze.convolution %t, %tw stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 transposed output_padding [1, 1]
+      : tensor<1x8x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<1x4x10x10xf32>
+  %3 = braze.extern "aten.index.Tensor" (%m, %i) args [0 : index, [unit, 1 : index]]
+      : (tensor<4x6xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+  %4 = braze.extern "aten.cumsum.default" (%m) args [0 : index, 1] kwargs {dtype = f64}
+      : (tensor<4x6xf32>) -> tensor<4x6xf64>
+  %5:2 = braze.extern "aten.max_pool2d_with_indices.default" (%x) args [0 : index, [2, 2], [2, 2], [0, 0], [1, 1], false]
+      : (tensor<?x3x32x32xf32>) -> (tensor<?x3x16x16xf32>, tensor<?x3x16x16xi64>)
+  return
+}

@@ -143,3 +143,19 @@ func.func @ranks(%x: tensor<4x8xf32>, %v: tensor<8xf32>) -> tensor<4x8xf32> {
   }
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a keepdim reduction over dims of extent 1 stores at 0 in the
+// reduced dims: its value exists once per parallel point.
+// CHECK-LABEL: func.func @keepdim_reduction_of_extent_one
+// CHECK: braze.kernel {{.*}} domain [2, 16, 1, 1] reduce [2, 3]
+// CHECK: ^bb0(%[[I:[^:]*]]: index, %[[J:[^:]*]]: index,
+// CHECK: %[[S:.*]] = braze.reduce "add"
+// CHECK: %[[Z0:.*]] = arith.constant 0 : index
+// CHECK: %[[Z1:.*]] = arith.constant 0 : index
+// CHECK: braze.store %{{.*}}, 0 [%[[I]], %[[J]], %[[Z0]], %[[Z1]]] : f32
+func.func @keepdim_reduction_of_extent_one(%x: tensor<2x16x1x1xf32>) -> tensor<2x16x1x1xf32> {
+  %0 = braze.mean %x dims [2, 3] keepdim : tensor<2x16x1x1xf32> -> tensor<2x16x1x1xf32>
+  return %0 : tensor<2x16x1x1xf32>
+}

@@ -10,27 +10,67 @@ import torch
 import braze
 
 
-class UsesCumsum(torch.nn.Module):
+class UsesCond(torch.nn.Module):
     def forward(self, x):
         y = x.relu()
-        return torch.cumsum(y, dim=0)  # no braze lowering
+        return torch.cond(y.sum() > 0, lambda v: v + 1, lambda v: v - 1, (y,))  # no extern: not an aten op
 
 
 def test_export_names_the_op_and_the_source_line():
     with pytest.raises(braze.BrazeError) as info:
-        braze.export(UsesCumsum(), (torch.randn(4, 3),))
+        braze.export(UsesCond(), (torch.randn(4, 3),))
     message = str(info.value)
-    assert "unsupported op aten.cumsum.default" in message
-    assert re.search(r"test_unsupported\.py:\d+: return torch\.cumsum\(y, dim=0\)", message)
-    assert info.value.op == "aten.cumsum.default"
+    assert "unsupported op" in message and "cond" in message
+    assert "is not an aten overload, so it cannot run as an extern call" in message
+    assert re.search(r"unsupported op torch\.ops\.higher_order\.cond at \S+:\d+: ", message)  # where it is
+    assert info.value.op == "torch.ops.higher_order.cond"
+
+
+def test_an_op_without_a_lowering_runs_as_an_extern_call():
+    class UsesCumsum(torch.nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x.relu(), dim=0) * 2
+
+    program = braze.export(UsesCumsum(), (torch.randn(4, 3),))
+    assert [(e.op, e.reason) for e in program.imported.externs] == [("aten.cumsum.default", "no lowering")]
+    assert 'braze.extern "aten.cumsum.default"' in str(program)
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(program(x), UsesCumsum()(x))
+
+
+def test_a_refused_form_of_a_lowered_op_runs_as_an_extern_call():
+    # An output_padding on a plain convolution is refused by the lowering;
+    # torch's convolution takes it (and ignores it), so it runs there.
+    class OddConvolution(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(3, 2, 3, 3))
+
+        def forward(self, x):
+            return torch.ops.aten.convolution.default(x, self.weight, None, [1, 1], [0, 0], [1, 1],
+                                                      False, [1, 1], 1).relu()
+
+    model = OddConvolution()
+    program = braze.export(model, (torch.randn(1, 2, 6, 6),))
+    (extern,) = program.imported.externs
+    assert extern.op == "aten.convolution.default"
+    assert "output_padding is only for a transposed convolution" in extern.reason
+    x = torch.randn(1, 2, 6, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(program(x), model(x))
 
 
 def test_torch_compile_falls_back_to_eager_with_one_warning():
     torch._dynamo.reset()
     from braze.frontend import dynamo
 
-    dynamo._warned_ops.discard("aten.cumsum.default")
-    model = UsesCumsum()
+    dynamo._warned.clear()
+
+    class Sorting(torch.nn.Module):
+        def forward(self, x):  # a tuple of a tensor and a SymInt-free list: no extern
+            return torch.ops.aten.sort.default(x.relu())[0] + 1
+
+    model = Sorting()
     compiled = torch.compile(model, backend="braze")
     x = torch.randn(4, 3)
     with warnings.catch_warnings(record=True) as caught:
@@ -38,19 +78,40 @@ def test_torch_compile_falls_back_to_eager_with_one_warning():
         first = compiled(x)
         second = compiled(x + 1)
     braze_warnings = [w for w in caught if "braze:" in str(w.message)]
-    assert len(braze_warnings) == 1
-    assert "aten.cumsum.default is not supported; this graph runs in eager PyTorch" in str(braze_warnings[0].message)
+    assert not braze_warnings  # sort runs as an extern call: nothing falls back
     torch.testing.assert_close(first, model(x))
     torch.testing.assert_close(second, model(x + 1))
 
 
-def test_training_dropout_is_refused():
-    class Dropping(torch.nn.Module):
-        def forward(self, x):
-            return torch.nn.functional.dropout(x, 0.5, training=True)
+@pytest.mark.parametrize("stage", ["compile", "call"])
+def test_torch_compile_never_raises_for_a_braze_failure(monkeypatch, stage):
+    """Any failure inside braze, when a graph compiles or when it runs,
+    makes that graph run in eager with one warning naming the cause."""
+    from braze.frontend import dynamo
+    from braze.runtime.executor import Program
 
-    with pytest.raises(braze.BrazeError, match="dropout|native_dropout|bernoulli|rand"):
-        braze.export(Dropping(), (torch.randn(4, 4),))
+    def broken(*args, **kwargs):
+        raise RuntimeError("injected failure")
+
+    if stage == "compile":
+        monkeypatch.setattr(braze.compiler, "compile_mlir", broken)
+    else:
+        monkeypatch.setattr(Program, "__call__", broken)
+    torch._dynamo.reset()
+    dynamo._warned.clear()
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.GELU())
+    compiled = torch.compile(model, backend="braze")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.no_grad():
+            outputs = [compiled(torch.full((2, 4), float(k))) for k in range(3)]
+    messages = [str(w.message) for w in caught if "braze:" in str(w.message)]
+    assert len(messages) == 1, messages
+    assert "internal error RuntimeError: injected failure" in messages[0]
+    assert "this graph runs in eager PyTorch" in messages[0]
+    with torch.no_grad():
+        for k, out in enumerate(outputs):
+            torch.testing.assert_close(out, model(torch.full((2, 4), float(k))))
 
 
 def test_state_mutation_is_refused():

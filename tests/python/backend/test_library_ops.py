@@ -1,0 +1,163 @@
+"""Convolutions, inference batch norm and extern calls through the CPU
+backend, against eager PyTorch."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import braze
+
+
+def _check(model, *args, **kwargs):
+    compiled = braze.compile(model, args, kwargs=kwargs or None)
+    with torch.no_grad():
+        expected = model(*args, **kwargs)
+        actual = compiled(*args, **kwargs)
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+    return compiled
+
+
+CONVOLUTIONS = {
+    "conv1d": (nn.Conv1d(4, 6, 3, stride=2, padding=1), (2, 4, 17)),
+    "conv2d_dilated": (nn.Conv2d(3, 8, 3, padding=2, dilation=2), (2, 3, 12, 12)),
+    "conv2d_grouped": (nn.Conv2d(8, 12, 3, groups=4, bias=False), (1, 8, 9, 9)),
+    "conv2d_depthwise": (nn.Conv2d(6, 6, 5, padding=2, groups=6), (2, 6, 10, 10)),
+    "conv3d": (nn.Conv3d(2, 4, 3, stride=(1, 2, 2)), (1, 2, 6, 7, 7)),
+    "conv_transpose2d": (nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1), (2, 4, 5, 5)),
+    "conv_transpose1d_grouped": (nn.ConvTranspose1d(4, 6, 4, stride=3, groups=2), (2, 4, 7)),
+}
+
+
+@pytest.mark.parametrize("name", CONVOLUTIONS)
+def test_convolutions(name):
+    module, shape = CONVOLUTIONS[name]
+    compiled = _check(module.eval(), torch.randn(shape))
+    assert compiled.stats["convolutions"] == 1 and compiled.stats["externs"] == 0
+
+
+class ConvBnRelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(8, affine=False)
+        with torch.no_grad():  # statistics a trained model would have
+            for bn in (self.bn, self.bn2):
+                bn.running_mean.normal_(0, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+            self.bn.weight.normal_(1, 0.2)
+            self.bn.bias.normal_(0, 0.2)
+
+    def forward(self, x):
+        y = F.relu(self.bn(self.conv(x)))
+        return F.relu(self.bn2(self.conv2(y)) + y)  # a residual
+
+
+def test_batch_norm_fuses_with_the_activation_and_residual():
+    compiled = _check(ConvBnRelu().eval(), torch.randn(2, 3, 10, 10))
+    # Each normalization's multiply-add and what follows it is one kernel.
+    assert compiled.stats["convolutions"] == 2 and compiled.stats["kernels"] == 2
+
+
+def test_dynamic_batch_convolution():
+    model = ConvBnRelu().eval()
+    batch = torch.export.Dim("batch", min=1, max=16)
+    compiled = braze.compile(model, (torch.randn(2, 3, 10, 10),), dynamic_shapes=({0: batch},))
+    for size in (1, 5):
+        x = torch.randn(size, 3, 10, 10)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+
+
+class Pooled(nn.Module):
+    """A max pool (with indices: two results) braze runs as an extern call,
+    between compiled kernels."""
+
+    def forward(self, x):
+        y, indices = F.max_pool2d(x.relu(), 2, return_indices=True)
+        return y * 2 + 1, indices
+
+
+def test_an_extern_call_between_kernels():
+    compiled = _check(Pooled(), torch.randn(2, 3, 8, 8))
+    assert compiled.stats["extern_ops"] == {"aten.max_pool2d_with_indices.default": 1}
+    assert compiled.stats["kernels"] == 2
+    assert 'braze.extern "aten.max_pool2d_with_indices.default"' in str(compiled.exported)
+
+
+class Scans(nn.Module):
+    def forward(self, x, ids):
+        return torch.cumsum(x, 1, dtype=torch.float64), torch.gather(x, 1, ids), x[:, ids[0]]
+
+
+def test_extern_calls_with_keywords_lists_and_dtypes():
+    x, ids = torch.randn(4, 6), torch.randint(0, 6, (4, 3))
+    compiled = _check(Scans(), x, ids)
+    assert set(compiled.stats["extern_ops"]) == {"aten.cumsum.default", "aten.gather.default", "aten.index.Tensor"}
+    assert compiled.stats["captured_ops"] >= 3
+
+
+def test_an_out_of_range_index_is_an_error_not_a_wild_read():
+    compiled = braze.compile(Scans(), (torch.randn(4, 6), torch.randint(0, 6, (4, 3))))
+    with pytest.raises(RuntimeError, match="out of bounds|index"):
+        compiled(torch.randn(4, 6), torch.full((4, 3), 6))
+
+
+class ConstantMask(nn.Module):
+    """An extern call on constants only (a buffer indexed by a constant)
+    runs once, when the program is built; a random one runs every call."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.arange(12.0).reshape(3, 4))
+
+    def forward(self, x):
+        picked = self.table[torch.tensor([2, 0])]
+        return x + picked, x + torch.rand_like(x)
+
+
+def test_constant_extern_calls_run_once_random_ones_every_call():
+    x = torch.zeros(2, 4)
+    compiled = braze.compile(ConstantMask(), (x,))
+    first, noise1 = compiled(x)
+    second, noise2 = compiled(x)
+    torch.testing.assert_close(first, ConstantMask().table[[2, 0]])
+    torch.testing.assert_close(first, second)
+    assert not torch.equal(noise1, noise2)
+    assert set(compiled.stats["extern_ops"]) <= {"aten.rand_like.default", "aten.rand.default",
+                                                 "aten.uniform.default"}
+
+
+def test_training_dropout_runs_through_torch():
+    class Dropping(nn.Module):
+        def forward(self, x):
+            return F.dropout(x, 0.5, training=True) * 1.0
+
+    x = torch.ones(64, 64)
+    compiled = braze.compile(Dropping(), (x,))
+    first, second = compiled(x), compiled(x)
+    assert not torch.equal(first, second)
+    for out in (first, second):  # kept elements are scaled by 1 / (1 - p)
+        assert set(out.unique().tolist()) <= {0.0, 2.0}
+        assert 0.35 < (out == 0).float().mean().item() < 0.65
+
+
+def test_none_inputs_and_outputs():
+    class Optional(nn.Module):
+        def forward(self, x, mask=None, bias=None):
+            y = x * 2
+            if mask is not None:
+                y = y + mask
+            return {"y": y, "none": None, "z": (y.sum(-1), None)}
+
+    x = torch.randn(3, 4)
+    compiled = braze.compile(Optional(), (x, None, None))
+    out = compiled(x, None, None)
+    assert out["none"] is None and out["z"][1] is None
+    torch.testing.assert_close(out["y"], x * 2)
+    with pytest.raises(braze.BrazeError, match="input #1 was None when the model was captured"):
+        compiled(x, x, None)
+    exported = braze.export(Optional(), (x, x))
+    torch.testing.assert_close(exported(x, x)["y"], x * 2 + x)
