@@ -161,3 +161,27 @@ def test_none_inputs_and_outputs():
         compiled(x, x, None)
     exported = braze.export(Optional(), (x, x))
     torch.testing.assert_close(exported(x, x)["y"], x * 2 + x)
+
+
+@pytest.mark.parametrize("shape, groups", [((2, 6, 5, 5), 3), ((2, 8, 7), 2), ((2, 6, 4, 4), 1), ((2, 4, 3, 3), 4)])
+def test_group_norm(shape, groups):
+    model = nn.GroupNorm(groups, shape[1]).eval()
+    with torch.no_grad():
+        model.weight.normal_()
+        model.bias.normal_()
+    compiled = _check(model, torch.randn(shape))
+    assert compiled.stats["externs"] == 0
+
+
+def test_group_norm_dynamic_batch_and_bf16():
+    model = nn.GroupNorm(2, 4).eval()
+    batch = torch.export.Dim("batch", min=1, max=8)
+    compiled = braze.compile(model, (torch.randn(3, 4, 6, 6),), dynamic_shapes=({0: batch},))
+    for size in (1, 5):
+        x = torch.randn(size, 4, 6, 6)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    half = nn.GroupNorm(2, 4).to(torch.bfloat16).eval()
+    x = torch.randn(2, 4, 6, 6, dtype=torch.bfloat16)
+    with torch.no_grad():
+        torch.testing.assert_close(braze.compile(half, (x,))(x), half(x))

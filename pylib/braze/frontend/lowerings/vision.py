@@ -1,15 +1,17 @@
-"""Convolutions and inference batch norm."""
+"""Convolutions, inference batch norm and group norm."""
 
 from __future__ import annotations
 
 import torch
 from mlir import ir
+from mlir.dialects import arith
 
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.builder import dtype_of, shape_of
 from braze.frontend.lowerings import lowers
 from braze.frontend.lowerings.nn import _compute_dtype
+from braze.frontend.types import element_type
 
 aten = torch.ops.aten
 
@@ -72,3 +74,40 @@ def batch_norm_inference(b, x, weight, bias, running_mean, running_var, momentum
                  _per_channel(b, beta, rank)).result
     empty = [b.constant(0, b.out_dtype(i), shape=(0,)) for i in (1, 2)]
     return (b.cast(y, out_dtype), *empty)
+
+
+@lowers(aten.native_group_norm.default)
+def native_group_norm(b, x, weight, bias, batch, channels, spatial, groups, eps):
+    """(y, mean, rstd): x viewed as [N, groups, C/groups * HxW], normalized
+    over the last dim like a layer norm, then scaled and shifted per channel;
+    mean and rstd are [N, groups]. Half precision normalizes in float32."""
+    out_dtype = dtype_of(x)
+    dtype = _compute_dtype(out_dtype)
+    shape = shape_of(x)
+    if not isinstance(channels, int) or not isinstance(groups, int) or channels % groups:
+        raise BrazeError(f"group norm needs static channels divisible by groups, got {channels} and {groups}")
+    element = element_type(dtype)
+    grouped_shape = [batch, groups, -1]
+    static = [s if isinstance(s, int) else ir.ShapedType.get_dynamic_size() for s in grouped_shape[:2]]
+    per_group = (channels // groups) * spatial if isinstance(spatial, int) else ir.ShapedType.get_dynamic_size()
+    grouped_type = ir.RankedTensorType.get([*static, per_group], element)
+    sizes = [batch, groups, None if not isinstance(per_group, int) or per_group < 0 else per_group]
+    if sizes[2] is None:
+        sizes[2] = arith.MulIOp(b.index(channels // groups), b.index(spatial)).result
+    grouped = b.reshape(b.cast(x, dtype), grouped_type, sizes)
+    stats_type = ir.RankedTensorType.get([*static, 1], element)
+    mean = bz.MeanOp(grouped, [2], keepdim=True, results=[stats_type]).result
+    centered = bz.SubOp(grouped, mean).result
+    variance = bz.MeanOp(bz.MulOp(centered, centered).result, [2], keepdim=True, results=[stats_type]).result
+    rstd = bz.RsqrtOp(bz.AddOp(variance, b.constant(eps, dtype)).result).result
+    normalized_type = ir.RankedTensorType.get(
+        [s if s is not None else ir.ShapedType.get_dynamic_size() for s in shape], element)
+    y = b.reshape(bz.MulOp(centered, rstd).result, normalized_type,
+                  [b.size(x, d) for d in range(len(shape))])
+    if weight is not None:
+        y = bz.MulOp(y, _per_channel(b, b.cast(weight, dtype), len(shape))).result
+    if bias is not None:
+        y = bz.AddOp(y, _per_channel(b, b.cast(bias, dtype), len(shape))).result
+    stats = ir.RankedTensorType.get(static, element)
+    return (b.cast(y, out_dtype), b.cast(b.reshape(mean, stats, [batch, groups]), b.out_dtype(1)),
+            b.cast(b.reshape(rstd, stats, [batch, groups]), b.out_dtype(2)))
