@@ -26,7 +26,11 @@ def Braze_ConvolutionOp : Braze_Op<"convolution", [Pure]> {
 
     The runtime calls the vendor library; the pointwise ops that follow
     (bias, batch norm in inference, activation, residual) fuse into one
-    kernel after it.
+    kernel after it. `memory_format = "channels_last"` asks the runtime to
+    run the library in that layout (the input and the weight converted,
+    the result converted back): faster for many shapes on oneDNN, chosen
+    by measurement (`braze-tune-convolutions`). It changes only the
+    library's summation order, never the result's shape or layout.
 
     ```mlir
     %y = braze.convolution %x, %w bias %b stride [2, 2] padding [3, 3]
@@ -40,12 +44,14 @@ def Braze_ConvolutionOp : Braze_Op<"convolution", [Pure]> {
                        DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
                        DenseI64ArrayAttr:$dilation, I64Attr:$groups,
                        UnitAttr:$transposed,
-                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$output_padding);
+                       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$output_padding,
+                       OptionalAttr<StrAttr>:$memory_format);
   let results = (outs Braze_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? `stride` $stride `padding` $padding
     `dilation` $dilation `groups` $groups (`transposed` $transposed^
-    `output_padding` $output_padding)? attr-dict `:` type($input) `,`
+    `output_padding` $output_padding)? (`memory_format` $memory_format^)?
+    attr-dict `:` type($input) `,`
     type($weight) (`,` type($bias)^)? `->` type($result)
   }];
   let hasVerifier = 1;

@@ -66,6 +66,11 @@ LogicalResult ConvolutionOp::verify() {
            << spatial << " entries, got " << outputPadding.size();
   if (!transposed && !outputPadding.empty())
     return emitOpError("output_padding is only for a transposed convolution");
+  if (auto format = getMemoryFormat();
+      format && (*format != "channels_last" || rank == 3))
+    return emitOpError("memory_format must be \"channels_last\" on a 2-D or "
+                       "3-D convolution, got \"")
+           << *format << "\" on " << spatial << " spatial dim(s)";
   int64_t groups = getGroups();
   if (groups < 1)
     return emitOpError("groups must be at least 1, got ") << groups;

@@ -22,6 +22,9 @@ DEFAULT_OPTIONS = {
     # Groups a cheap shared pointwise op may be recomputed in (see
     # braze-fuse-pointwise).
     "recompute_limit": 2,
+    # Measure each static convolution in both memory formats and run it in
+    # the faster (braze-tune-convolutions).
+    "tune_convolutions": True,
     # Directory of the compiled-library cache (default: BRAZE_CACHE_DIR).
     "cache_dir": None,
 }
@@ -45,7 +48,8 @@ def _check_target(target: str) -> None:
 def pipeline(options: dict) -> str:
     """The pass pipeline that takes captured IR to the kernel form."""
     fuse = f"braze-fuse-pointwise{{recompute-limit={int(options['recompute_limit'])}}}," if options["fuse"] else ""
-    return f"braze-simplify,func.func({fuse}braze-lower-kernels),cse"
+    tune = ",braze-tune-convolutions" if options["tune_convolutions"] else ""
+    return f"braze-simplify,func.func({fuse}braze-lower-kernels),cse{tune}"
 
 
 class CompiledProgram:

@@ -3,6 +3,7 @@
 from braze.passes.pipeline import run_pipeline
 from braze.passes.registry import PythonPass, lookup, register_pass, registered_passes
 from braze.passes.rewrite import erase_op, replace_op
+from braze.passes import tune_convolutions  # noqa: F401  (registers braze-tune-convolutions)
 
 __all__ = [
     "PythonPass",

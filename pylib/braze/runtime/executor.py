@@ -210,6 +210,35 @@ class _HostCall:
             env[slot] = value
 
 
+class _ConvolutionCall(_HostCall):
+    """A convolution through torch (oneDNN), in the memory format the op
+    asks for: the input converted to it and the result back per call, a
+    constant weight converted once, here."""
+
+    def __init__(self, op, slots: dict, interpreter: Interpreter, template: dict):
+        super().__init__(op, slots, interpreter)
+        attributes = op.attributes
+        transposed = "transposed" in attributes
+        spatial = ir.RankedTensorType(op.operation.operands[0].type).rank - 2
+        self.arguments = (list(op.stride), list(op.padding), list(op.dilation), transposed,
+                          list(op.output_padding) if transposed else [0] * spatial, op.groups.value)
+        self.layout = None
+        if "memory_format" in attributes:
+            self.layout = torch.channels_last if spatial == 2 else torch.channels_last_3d
+        self.weight = None
+        weight = template.get(self.operands[1])
+        if self.layout is not None and weight is not None:
+            self.weight = weight.contiguous(memory_format=self.layout)
+
+    def __call__(self, env: list) -> None:
+        x, weight, *bias = [env[s] for s in self.operands]
+        if self.layout is not None:
+            x = x.contiguous(memory_format=self.layout)
+            weight = self.weight if self.weight is not None else weight.contiguous(memory_format=self.layout)
+        result = torch.ops.aten.convolution.default(x, weight, bias[0] if bias else None, *self.arguments)
+        env[self.results[0]] = result.contiguous()
+
+
 class _ExternCall:
     """An aten op braze does not lower, called through torch; its
     arguments are decoded once, when the program is built."""
@@ -280,6 +309,8 @@ class Program:
                 call = _KernelCall(function, spec, op, slots)
             elif name == "braze.extern":
                 call = _ExternCall(op, slots)
+            elif name == "braze.convolution":
+                call = _ConvolutionCall(op, slots, interpreter, template)
             else:
                 call = _HostCall(op, slots, interpreter)
             foldable = name != "func.call" and getattr(call, "deterministic", True)

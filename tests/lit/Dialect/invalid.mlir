@@ -670,3 +670,13 @@ func.func @extern_object(%x: tensor<4xf32>) {
   %0 = braze.extern "aten.clone.default" (%x) args [0 : index] kwargs {memory_format = {stream = "0"}} : (tensor<4xf32>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// Tests that only a 2-D or 3-D convolution runs channels-last.
+func.func @convolution_memory_format(%x: tensor<2x3x8xf32>, %w: tensor<6x3x3xf32>) {
+  // expected-error @+1 {{'braze.convolution' op memory_format must be "channels_last" on a 2-D or 3-D convolution, got "channels_last" on 1 spatial dim(s)}}
+  %0 = braze.convolution %x, %w stride [1] padding [0] dilation [1] groups 1 memory_format "channels_last"
+      : tensor<2x3x8xf32>, tensor<6x3x3xf32> -> tensor<2x6x6xf32>
+  return
+}

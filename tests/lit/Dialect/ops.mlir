@@ -227,6 +227,7 @@ func.func @kernel(%x: tensor<?x8xf32>, %n: index) -> (tensor<?x8xf32>, tensor<?x
 // CHECK-LABEL: func.func @library_ops
 // CHECK: braze.convolution %{{.*}}, %{{.*}} bias %{{.*}} stride [2, 2] padding [3, 3] dilation [1, 1] groups 1 : tensor<?x3x32x32xf32>, tensor<8x3x7x7xf32>, tensor<8xf32> -> tensor<?x8x16x16xf32>
 // CHECK: braze.convolution %{{.*}}, %{{.*}} stride [1] padding [1] dilation [2] groups 8 : tensor<2x8x10xf32>, tensor<8x1x3xf32> -> tensor<2x8x8xf32>
+// CHECK: braze.convolution %{{.*}}, %{{.*}} stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 memory_format "channels_last" : tensor<2x8x5x5xf32>, tensor<4x8x1x1xf32> -> tensor<2x4x5x5xf32>
 // CHECK: braze.convolution %{{.*}}, %{{.*}} stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 transposed output_padding [1, 1] : tensor<1x8x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<1x4x10x10xf32>
 // CHECK: braze.extern "aten.index.Tensor"(%{{.*}}, %{{.*}}) args [0 : index, [unit, 1 : index]] : (tensor<4x6xf32>, tensor<3xi64>) -> tensor<4x3xf32>
 // CHECK: braze.extern "aten.cumsum.default"(%{{.*}}) args [0 : index, 1] kwargs {dtype = f64} : (tensor<4x6xf32>) -> tensor<4x6xf64>
@@ -234,11 +235,14 @@ func.func @kernel(%x: tensor<?x8xf32>, %n: index) -> (tensor<?x8xf32>, tensor<?x
 func.func @library_ops(%x: tensor<?x3x32x32xf32>, %w: tensor<8x3x7x7xf32>, %b: tensor<8xf32>,
                        %y: tensor<2x8x10xf32>, %dw: tensor<8x1x3xf32>,
                        %t: tensor<1x8x5x5xf32>, %tw: tensor<8x4x3x3xf32>,
-                       %m: tensor<4x6xf32>, %i: tensor<3xi64>) {
+                       %m: tensor<4x6xf32>, %i: tensor<3xi64>,
+                       %t2: tensor<2x8x5x5xf32>, %pw: tensor<4x8x1x1xf32>) {
   %0 = braze.convolution %x, %w bias %b stride [2, 2] padding [3, 3] dilation [1, 1] groups 1
       : tensor<?x3x32x32xf32>, tensor<8x3x7x7xf32>, tensor<8xf32> -> tensor<?x8x16x16xf32>
   %1 = braze.convolution %y, %dw stride [1] padding [1] dilation [2] groups 8
       : tensor<2x8x10xf32>, tensor<8x1x3xf32> -> tensor<2x8x8xf32>
+  %6 = braze.convolution %t2, %pw stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 memory_format "channels_last"
+      : tensor<2x8x5x5xf32>, tensor<4x8x1x1xf32> -> tensor<2x4x5x5xf32>
   %2 = braze.convolution %t, %tw stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 transposed output_padding [1, 1]
       : tensor<1x8x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<1x4x10x10xf32>
   %3 = braze.extern "aten.index.Tensor" (%m, %i) args [0 : index, [unit, 1 : index]]

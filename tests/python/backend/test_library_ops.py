@@ -185,3 +185,25 @@ def test_group_norm_dynamic_batch_and_bf16():
     x = torch.randn(2, 4, 6, 6, dtype=torch.bfloat16)
     with torch.no_grad():
         torch.testing.assert_close(braze.compile(half, (x,))(x), half(x))
+
+
+@pytest.mark.parametrize("format_", ["channels_last", None])
+def test_convolution_memory_format(format_):
+    """Either memory format gives eager's result; the tuning pass writes
+    one only where it measured a gain, and never on a dynamic shape."""
+    from braze.passes.tune_convolutions import tune_convolutions
+
+    model = ConvBnRelu().eval()
+    x = torch.randn(2, 3, 10, 10)
+    text = str(braze.export(model, (x,)))
+    if format_:
+        text = text.replace("groups 1 :", f'groups 1 memory_format "{format_}" :')
+    exported = braze.export(model, (x,))
+    compiled = braze.compile_mlir(text, parameters=exported.parameters, options={"tune_convolutions": False})
+    assert str(compiled.module).count("memory_format") == (2 if format_ else 0)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x)[0], model(x), rtol=1e-4, atol=1e-5)
+    batch = torch.export.Dim("batch", min=1, max=8)
+    dynamic = braze.export(model, (x,), dynamic_shapes=({0: batch},))
+    tune_convolutions(dynamic.module.mlir_module.operation)
+    assert "memory_format" not in str(dynamic)

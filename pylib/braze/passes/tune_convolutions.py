@@ -1,0 +1,94 @@
+"""`braze-tune-convolutions`: picks the memory format each convolution runs
+in, by measuring both on this machine.
+
+oneDNN's speed depends on the layout: on some shapes channels-last (NHWC)
+is twice as fast as the contiguous NCHW layout PyTorch uses by default, on
+others (large channel counts at small spatial sizes) slower. For each
+convolution whose sizes are all static, the pass times the library call as
+the executor would make it, both ways, conversions of the input and the
+result included (the weight is converted once, when the program is built),
+and writes `memory_format = "channels_last"` where that wins by `margin`.
+Results are remembered per shape for the process.
+"""
+
+from __future__ import annotations
+
+import time
+
+from mlir import ir
+
+from braze.passes.registry import register_pass
+
+_chosen: dict[tuple, bool] = {}
+
+
+def _median_seconds(run, repeats: int) -> float:
+    run()  # warm-up: oneDNN builds its primitive on the first call
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
+
+
+def _static_shape(value: ir.Value) -> list[int] | None:
+    shaped = ir.RankedTensorType(value.type)
+    if any(shaped.is_dynamic_dim(d) for d in range(shaped.rank)):
+        return None
+    return list(shaped.shape)
+
+
+def _channels_last_wins(op, margin: float, repeats: int) -> bool | None:
+    import torch
+
+    from braze.reference.dtypes import torch_dtype
+
+    operands = list(op.operation.operands)
+    shapes = [_static_shape(v) for v in operands]
+    if any(shape is None for shape in shapes) or len(shapes[0]) not in (4, 5):
+        return None
+    dtype = torch_dtype(ir.RankedTensorType(operands[0].type).element_type)
+    transposed = "transposed" in op.attributes
+    spatial = len(shapes[0]) - 2
+    arguments = (list(op.stride), list(op.padding), list(op.dilation), transposed,
+                 list(op.output_padding) if transposed else [0] * spatial, op.groups.value)
+    key = (tuple(map(tuple, shapes)), dtype, str(arguments))
+    if key not in _chosen:
+        x, w, *bias = [torch.randn(shape, dtype=dtype) for shape in shapes]
+        bias = bias[0] if bias else None
+        layout = torch.channels_last if spatial == 2 else torch.channels_last_3d
+        w_last = w.contiguous(memory_format=layout)
+
+        def contiguous():
+            torch.ops.aten.convolution.default(x, w, bias, *arguments)
+
+        def channels_last():
+            torch.ops.aten.convolution.default(x.contiguous(memory_format=layout), w_last, bias,
+                                               *arguments).contiguous()
+
+        with torch.no_grad():
+            base = _median_seconds(contiguous, repeats)
+            last = _median_seconds(channels_last, repeats)
+        _chosen[key] = last * (1 + margin) < base
+    return _chosen[key]
+
+
+@register_pass("braze-tune-convolutions",
+               description="choose each convolution's memory format by measuring it")
+def tune_convolutions(module_op, margin: str = "0.1", repeats: str = "3"):
+    margin_value, repeat_count = float(margin), int(repeats)
+    convolutions = []
+
+    def collect(operation):
+        if operation.name == "braze.convolution":
+            convolutions.append(operation)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(collect)
+    for operation in convolutions:
+        if "memory_format" in operation.attributes:
+            continue  # chosen by the user, or by an earlier run
+        if _channels_last_wins(operation.opview, margin_value, repeat_count):
+            with operation.context:
+                operation.attributes["memory_format"] = ir.StringAttr.get("channels_last")
