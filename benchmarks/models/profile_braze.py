@@ -9,10 +9,10 @@ program.steps`: a compiled kernel, a launch of several small kernels, a
 library call such as braze.matmul / braze.convolution, a layout op, an
 extern aten op) is wrapped with a timer (braze itself is not changed: the
 wrappers live on this process's compiled instance). Reported per call: time
-per step (mean over --calls calls after warm-up), summed per category, and
+per step (mean and minimum over --calls calls after warm-up), summed per category, and
 the rest of the call (argument checks, pytree, output copies: Python around
-the steps). Eager side: torch.profiler's self CPU time per aten op over the
-same number of calls. Same 2 threads, torch.no_grad(), same inputs as
+the steps). Eager side: torch.profiler's self CPU time per aten op (mean over
+the same number of calls). Same 2 threads (--threads), torch.no_grad(), same inputs as
 benchmarks/models/run.py.
 """
 
@@ -22,6 +22,7 @@ import argparse
 import collections
 import dataclasses
 import json
+import statistics
 import os
 import sys
 import tempfile
@@ -29,7 +30,6 @@ import time
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-THREADS = 2
 
 
 def _shape(t) -> str:
@@ -47,9 +47,12 @@ def describe(run, env_shapes) -> tuple[str, str]:
         return "kernel", f"{run.name} domain {dom}{' reduce ' + str(red) if red else ''} in [{ins}] out [{outs}] @ {run.location}"
     if kind == "_LaunchCall":
         return "launch (small kernels)", run.name
-    if kind == "_HostCall":
+    if hasattr(run, "handler"):  # _HostCall and its subclasses (_ConvolutionCall)
         ins = ", ".join(env_shapes.get(s, "?") for s in run.operands)
-        return run.name, f"{run.name} in [{ins}]"
+        outs = ", ".join(env_shapes.get(s, "?") for s in run.results)
+        layout = f" layout {run.layout}" if getattr(run, "layout", None) is not None else ""
+        extra = f" {run.arguments}" if hasattr(run, "arguments") else ""
+        return run.name, f"{run.name}{layout} in [{ins}] out [{outs}]{extra}"
     if kind == "_ExternCall":
         ins = ", ".join(env_shapes.get(s, "?") for s in run.operands)
         return f"extern {run.target}", f"extern {run.target} in [{ins}]"
@@ -59,7 +62,7 @@ def describe(run, env_shapes) -> tuple[str, str]:
 def profile_braze(compiled, call, calls, torch):
     program = compiled.compiled.program
     steps = program.steps
-    spent = [0.0] * len(steps)
+    spent = [[] for _ in steps]
     shapes: dict[int, str] = {}
     originals = [s.run for s in steps]
 
@@ -67,7 +70,7 @@ def profile_braze(compiled, call, calls, torch):
         def timed(env):
             t0 = time.perf_counter()
             run(env)
-            spent[i] += time.perf_counter() - t0
+            spent[i].append(time.perf_counter() - t0)
         return timed
 
     # One untimed call that records the shape of every slot a step writes.
@@ -86,18 +89,21 @@ def profile_braze(compiled, call, calls, torch):
         s.run = wrap(i, originals[i])
     for _ in range(3):
         call()
-    spent[:] = [0.0] * len(steps)
-    t0 = time.perf_counter()
+    spent[:] = [[] for _ in steps]
+    totals = []
     for _ in range(calls):
+        t0 = time.perf_counter()
         call()
-    total = (time.perf_counter() - t0) / calls
+        totals.append(time.perf_counter() - t0)
+    total = statistics.mean(totals)
     for i, s in enumerate(steps):
         s.run = originals[i]
     # Arguments' shapes too (slots not written by a step).
     rows = []
     for i, run in enumerate(originals):
         cat, desc = describe(run, shapes)
-        rows.append({"step": i, "category": cat, "what": desc, "ms": spent[i] / calls * 1e3})
+        rows.append({"step": i, "category": cat, "what": desc, "ms": statistics.mean(spent[i]) * 1e3,
+                     "min_ms": min(spent[i]) * 1e3})
     return total, rows
 
 
@@ -120,6 +126,7 @@ def main(argv=None) -> int:
     p.add_argument("--size", choices=("bench", "small"), default="bench")
     p.add_argument("--sequence", type=int, default=None)
     p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default %(default)s)")
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--json", default=None, help="write the rows here")
     p.add_argument("--kernel-source", action="store_true", help="print the C++ of the 3 slowest kernels")
@@ -132,7 +139,7 @@ def main(argv=None) -> int:
     import braze
     from braze.testing import zoo
 
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(a.threads)
     size = zoo.BENCH if a.size == "bench" else zoo.SMALL
     if a.sequence:
         size = dataclasses.replace(size, sequence=a.sequence)
@@ -165,18 +172,24 @@ def main(argv=None) -> int:
     steps_ms = sum(r["ms"] for r in rows)
     print(f"{a.model} ({a.size}{', sequence ' + str(a.sequence) if a.sequence else ''}): eager {plain['eager']:.2f} ms, "
           f"braze {plain['braze']:.2f} ms (median of {a.calls}); braze stats: " + json.dumps(stats))
-    print(f"braze with step timers: {total * 1e3:.2f} ms per call, of which steps {steps_ms:.2f} ms "
-          f"({len(rows)} steps), outside the steps {total * 1e3 - steps_ms:.2f} ms")
-    cats = collections.defaultdict(lambda: [0.0, 0])
+    print(f"{a.threads} thread(s). braze with step timers: mean {total * 1e3:.2f} ms per call; sum of the steps' "
+          f"means {steps_ms:.2f} ms ({len(rows)} steps; sum of their minima "
+          f"{sum(r['min_ms'] for r in rows):.2f} ms); outside the steps ≈{total * 1e3 - steps_ms:.2f} ms")
+    cats = collections.defaultdict(lambda: [0.0, 0, 0.0])
     for r in rows:
         cats[r["category"]][0] += r["ms"]
         cats[r["category"]][1] += 1
-    print("\nbraze per category (ms per call, % of the call, steps):")
-    for c, (ms, n) in sorted(cats.items(), key=lambda kv: -kv[1][0]):
-        print(f"  {ms:9.3f} ms {100 * ms / (total * 1e3):5.1f}%  ×{n:<4d} {c}")
+        cats[r["category"]][2] += r["min_ms"]
+    low_total = sum(r["min_ms"] for r in rows)
+    print("\nbraze per category (sum of step means ms, % of the call's mean; sum of step minima ms, % of their "
+          "total; steps):")
+    for c, (ms, n, low) in sorted(cats.items(), key=lambda kv: -kv[1][2]):
+        print(f"  {ms:9.3f} ms {100 * ms / (total * 1e3):5.1f}%   min {low:9.3f} ms {100 * low / low_total:5.1f}%  "
+              f"×{n:<4d} {c}")
     print(f"\nbraze top {a.top} steps:")
     for r in sorted(rows, key=lambda r: -r["ms"])[: a.top]:
-        print(f"  {r['ms']:8.3f} ms {100 * r['ms'] / (total * 1e3):5.1f}%  #{r['step']:<4d} {r['what'][:260]}")
+        print(f"  {r['ms']:8.3f} ms (min {r['min_ms']:7.3f}) {100 * r['ms'] / (total * 1e3):5.1f}%  "
+              f"#{r['step']:<4d} {r['what'][:260]}")
     eager_total = sum(r["self_ms"] for r in eager_ops)
     print(f"\neager (torch.profiler self CPU time, {eager_total:.2f} ms per call in aten ops; top {a.top}):")
     for r in eager_ops[: a.top]:
@@ -193,7 +206,7 @@ def main(argv=None) -> int:
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"model": a.model, "plain_ms": plain, "timed_call_ms": total * 1e3, "stats": stats,
-                       "categories": {c: v[0] for c, v in cats.items()}, "steps": rows, "eager_ops": eager_ops},
+                       "categories": {c: {"median_ms": v[0], "steps": v[1], "min_ms": v[2]} for c, v in cats.items()}, "steps": rows, "eager_ops": eager_ops},
                       f, indent=1)
     return 0
 

@@ -390,6 +390,7 @@ def main(argv=None) -> int:
     p.add_argument("--sequence", type=int, default=None, help="text sequence length (default: the size's, 128)")
     p.add_argument("--dynamo", action="store_true", help='also time torch.compile(model, backend="braze")')
     p.add_argument("--engines", default=None, help="comma-separated subset of " + ",".join(ENGINES))
+    p.add_argument("--threads", type=int, default=THREADS, help="torch.set_num_threads (default %(default)s)")
     p.add_argument("--budget", type=float, default=BUDGET_S, help="timed seconds per engine (default %(default)s)")
     p.add_argument("--tolerance", type=float, default=TOLERANCE, help="max relative error (default %(default)s)")
     p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
@@ -420,7 +421,7 @@ def main(argv=None) -> int:
 
     from braze.testing import zoo
 
-    torch.set_num_threads(THREADS)
+    torch.set_num_threads(a.threads)
     size = zoo.BENCH if a.size == "bench" else zoo.SMALL
     if a.sequence:
         size = dataclasses.replace(size, sequence=a.sequence)
@@ -439,7 +440,7 @@ def main(argv=None) -> int:
     args_str = " ".join(shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv))
     res = {
         "command": f".venv/bin/python {rel}" + (f" {args_str}" if args_str else ""),
-        "threads": THREADS,
+        "threads": a.threads,
         "size_name": a.size + (f", sequence {a.sequence}" if a.sequence else ""),
         "size": dataclasses.asdict(size),
         "budget_s": a.budget,

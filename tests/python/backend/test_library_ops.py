@@ -61,14 +61,18 @@ def test_batch_norm_fuses_with_the_activation_and_residual():
     assert compiled.stats["convolutions"] == 2 and compiled.stats["kernels"] == 2
 
 
-def test_dynamic_batch_convolution():
-    model = ConvBnRelu().eval()
+def _check_dynamic_batch(model, example: torch.Tensor):
+    """One compile with a dynamic batch, checked at batches 1 and 5."""
     batch = torch.export.Dim("batch", min=1, max=16)
-    compiled = braze.compile(model, (torch.randn(2, 3, 10, 10),), dynamic_shapes=({0: batch},))
+    compiled = braze.compile(model, (example,), dynamic_shapes=({0: batch},))
     for size in (1, 5):
-        x = torch.randn(size, 3, 10, 10)
+        x = torch.randn(size, *example.shape[1:])
         with torch.no_grad():
             torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+
+
+def test_dynamic_batch_convolution():
+    _check_dynamic_batch(ConvBnRelu().eval(), torch.randn(2, 3, 10, 10))
 
 
 class Pooled(nn.Module):
@@ -174,13 +178,7 @@ def test_group_norm(shape, groups):
 
 
 def test_group_norm_dynamic_batch_and_bf16():
-    model = nn.GroupNorm(2, 4).eval()
-    batch = torch.export.Dim("batch", min=1, max=8)
-    compiled = braze.compile(model, (torch.randn(3, 4, 6, 6),), dynamic_shapes=({0: batch},))
-    for size in (1, 5):
-        x = torch.randn(size, 4, 6, 6)
-        with torch.no_grad():
-            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    _check_dynamic_batch(nn.GroupNorm(2, 4).eval(), torch.randn(3, 4, 6, 6))
     half = nn.GroupNorm(2, 4).to(torch.bfloat16).eval()
     x = torch.randn(2, 4, 6, 6, dtype=torch.bfloat16)
     with torch.no_grad():
