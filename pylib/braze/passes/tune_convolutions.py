@@ -6,7 +6,8 @@ is twice as fast as the contiguous NCHW layout PyTorch uses by default, on
 others (large channel counts at small spatial sizes) slower. For each
 convolution whose sizes are all static, the pass times the library call as
 the executor would make it, both ways, conversions of the input and the
-result included (the weight is converted once, when the program is built),
+result included (a parameter's weight is converted once, when the program is
+built; a weight that is an argument, as under torch.compile, on every call),
 and writes `memory_format = "channels_last"` where that wins by `margin`.
 Results are remembered per shape for the process.
 """
@@ -39,6 +40,13 @@ def _static_shape(value: ir.Value) -> list[int] | None:
     return list(shaped.shape)
 
 
+def _is_weight(value: ir.Value) -> bool:
+    """A parameter or constant, which the executor converts once; under
+    torch.compile weights are arguments, converted on every call."""
+    owner = value.owner
+    return not isinstance(owner, ir.Block) and owner.name in ("braze.parameter", "braze.constant")
+
+
 def _channels_last_wins(op, margin: float, repeats: int) -> bool | None:
     import torch
 
@@ -53,18 +61,20 @@ def _channels_last_wins(op, margin: float, repeats: int) -> bool | None:
     spatial = len(shapes[0]) - 2
     arguments = (list(op.stride), list(op.padding), list(op.dilation), transposed,
                  list(op.output_padding) if transposed else [0] * spatial, op.groups.value)
-    key = (tuple(map(tuple, shapes)), dtype, str(arguments))
+    key = (tuple(map(tuple, shapes)), dtype, str(arguments), _is_weight(operands[1]))
     if key not in _chosen:
         x, w, *bias = [torch.randn(shape, dtype=dtype) for shape in shapes]
         bias = bias[0] if bias else None
         layout = torch.channels_last if spatial == 2 else torch.channels_last_3d
         w_last = w.contiguous(memory_format=layout)
+        constant_weight = _is_weight(operands[1])
 
         def contiguous():
             torch.ops.aten.convolution.default(x, w, bias, *arguments)
 
         def channels_last():
-            torch.ops.aten.convolution.default(x.contiguous(memory_format=layout), w_last, bias,
+            weight = w_last if constant_weight else w.contiguous(memory_format=layout)
+            torch.ops.aten.convolution.default(x.contiguous(memory_format=layout), weight, bias,
                                                *arguments).contiguous()
 
         with torch.no_grad():
