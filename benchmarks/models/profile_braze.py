@@ -2,7 +2,7 @@
 """Where a braze-compiled zoo model spends its time, next to eager PyTorch.
 
     .venv/bin/python benchmarks/models/profile_braze.py MODEL [--size bench|small]
-        [--sequence N] [--calls N] [--top K] [--json PATH] [--kernel-source]
+        [--sequence N] [--threads N] [--calls N] [--top K] [--json PATH] [--kernel-source]
 
 braze side: every step of the compiled program (`CompiledModel.compiled.
 program.steps`: a compiled kernel, a launch of several small kernels, a
@@ -41,10 +41,9 @@ def describe(run, env_shapes) -> tuple[str, str]:
     kind = type(run).__name__
     if kind == "_KernelCall":
         dom = "×".join("?" if d is None else str(d) for d in run.domain)
-        red = getattr(run, "_spec_reduce", None)
         ins = ", ".join(env_shapes.get(s, "?") for s in run.inputs)
         outs = ", ".join(env_shapes.get(s, "?") for s in run.outputs)
-        return "kernel", f"{run.name} domain {dom}{' reduce ' + str(red) if red else ''} in [{ins}] out [{outs}] @ {run.location}"
+        return "kernel", f"{run.name} domain {dom} in [{ins}] out [{outs}] @ {run.location}"
     if kind == "_LaunchCall":
         return "launch (small kernels)", run.name
     if hasattr(run, "handler"):  # _HostCall and its subclasses (_ConvolutionCall)

@@ -2,13 +2,14 @@
 """Model-zoo benchmark: eager PyTorch vs torch.compile (Inductor) vs braze.
 
     .venv/bin/python benchmarks/models/run.py [--models resnet18,bert]
-        [--size bench|small] [--sequence N] [--dynamo] [--wait-quiet S]
+        [--size bench|small] [--sequence N] [--dynamo] [--engines LIST]
+        [--threads N] [--budget S] [--tolerance T] [--wait-quiet S]
         [--retries K] [--json PATH] [--md PATH] [--render JSON]
 
 Every model of `braze.testing.zoo.ZOO` (random weights, eval mode) at the
 `bench` size (images 224, text: batch 2, sequence 128, hidden 768, 2 layers)
 or `small`, in one process, with the same weights and inputs for every
-engine, under torch.no_grad(), 2 threads:
+engine, under torch.no_grad(), 2 threads (--threads):
 
   * eager: the model itself;
   * inductor: torch.compile(model) (default backend);
@@ -35,7 +36,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import os
 import shlex
 import shutil
@@ -346,38 +346,33 @@ def markdown(res) -> str:
     lines.append("")
     ext_rows = [(n, r["engines"]["braze"]["stats"]) for n, r in res["models"].items()
                 if (r["engines"].get("braze", {}).get("stats") or {}).get("extern_ops")]
-    if ext_rows:
-        lines.append("Extern ops (run through torch) per model:")
-        lines.append("")
-        for n, st in ext_rows:
-            ops = ", ".join(f"`{k}` ×{v}" for k, v in sorted(st["extern_ops"].items(), key=lambda kv: -kv[1]))
-            lines.append(f"- {n}: {ops}")
-        lines.append("")
-    warned = [(n, eng, r["engines"][eng]["warnings"]) for n, r in res["models"].items()
-              for eng in r["engines"] if r["engines"][eng].get("warnings")]
-    if warned:
-        lines.append("braze warnings (graphs run in eager):")
-        lines.append("")
-        for n, eng, ws in warned:
-            lines.append(f"- {n}/{eng}: " + "; ".join(f"`{w[:200]}`" for w in ws))
-        lines.append("")
-    if errors:
-        lines.append("Errors:")
-        lines.append("")
-        for msg, where in errors.items():
-            lines.append(f"- {', '.join(where)}: `{msg}`")
-        lines.append("")
+    _bullets(lines, "Extern ops (run through torch) per model:", [
+        f"{n}: " + ", ".join(f"`{k}` ×{v}" for k, v in sorted(st["extern_ops"].items(), key=lambda kv: -kv[1]))
+        for n, st in ext_rows])
+    _bullets(lines, "braze warnings (graphs run in eager):", [
+        f"{n}/{eng}: " + "; ".join(f"`{w[:200]}`" for w in r["engines"][eng]["warnings"])
+        for n, r in res["models"].items() for eng in r["engines"] if r["engines"][eng].get("warnings")])
+    _bullets(lines, "Errors:", [f"{', '.join(where)}: `{msg}`" for msg, where in errors.items()])
     return "\n".join(lines)
 
 
-def write(res, a) -> str:
+def _bullets(lines, title, items) -> None:
+    if items:
+        lines += [title, "", *(f"- {item}" for item in items), ""]
+
+
+def write_markdown(res, path) -> str:
     md = markdown(res)
+    with open(path, "w") as f:
+        f.write(md + "\n")
+    return md
+
+
+def write(res, a) -> str:
     os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
     with open(a.json, "w") as f:
         json.dump(res, f, indent=1, default=str)
-    with open(a.md, "w") as f:
-        f.write(md + "\n")
-    return md
+    return write_markdown(res, a.md)
 
 
 # --------------------------------------------------------------------------- main
@@ -405,10 +400,7 @@ def main(argv=None) -> int:
 
     if a.render:
         with open(a.render) as f:
-            md = markdown(json.load(f))
-        print(md)
-        with open(a.md, "w") as f:
-            f.write(md + "\n")
+            print(write_markdown(json.load(f), a.md))
         return 0
 
     tmp_root = tempfile.mkdtemp(prefix="braze-bench-models-")
