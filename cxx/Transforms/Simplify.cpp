@@ -85,12 +85,61 @@ struct MulOfNegs : CountedPattern<MulOp> {
   }
 };
 
+/// bmm(x, expand(w)) with one [K, N] matrix w broadcast over the batch ->
+/// reshape(matmul(reshape(x, [B*M, K]), w), [B, M, N]): one GEMM instead of
+/// B small ones that each read w again.
+struct BmmOfBroadcastMatrix : CountedPattern<BmmOp> {
+  using CountedPattern::CountedPattern;
+  LogicalResult rewrite(BmmOp op, PatternRewriter &rewriter) const override {
+    auto expand = op.getRhs().getDefiningOp<ExpandOp>();
+    if (!expand)
+      return failure();
+    Value matrix = expand.getInput();
+    auto matrixType = cast<RankedTensorType>(matrix.getType());
+    if (matrixType.getRank() == 3 && matrixType.getDimSize(0) == 1)
+      matrixType = RankedTensorType::get(matrixType.getShape().drop_front(),
+                                         matrixType.getElementType());
+    else if (matrixType.getRank() != 2)
+      return failure();
+    auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t batch = lhsType.getDimSize(0), rows = lhsType.getDimSize(1);
+    int64_t flatRows = ShapedType::isDynamic(batch) || ShapedType::isDynamic(rows)
+                           ? ShapedType::kDynamic
+                           : batch * rows;
+    Type element = lhsType.getElementType();
+    auto flatType = RankedTensorType::get({flatRows, lhsType.getDimSize(2)}, element);
+    auto productType =
+        RankedTensorType::get({flatRows, matrixType.getDimSize(1)}, element);
+    // A reshape infers one dynamic dim from the element count, not more.
+    auto inferable = [](RankedTensorType type) {
+      return llvm::count_if(type.getShape(), ShapedType::isDynamic) <= 1;
+    };
+    if ((ShapedType::isDynamic(batch) && ShapedType::isDynamic(rows)) ||
+        !inferable(flatType) || !inferable(productType) ||
+        !inferable(resultType) || !inferable(matrixType))
+      return failure();
+    LLVM_DEBUG(llvm::dbgs() << "bmm of a broadcast matrix -> matmul: " << op
+                            << "\n");
+    Location loc = op.getLoc();
+    if (matrixType != matrix.getType())
+      matrix = ReshapeOp::create(rewriter, loc, matrixType, matrix, ValueRange{});
+    Value flat =
+        ReshapeOp::create(rewriter, loc, flatType, op.getLhs(), ValueRange{});
+    Value product =
+        MatmulOp::create(rewriter, loc, productType, flat, matrix);
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, resultType, product,
+                                           ValueRange{});
+    return success();
+  }
+};
+
 struct BrazeSimplifyPass
     : braze::impl::BrazeSimplifyBase<BrazeSimplifyPass> {
   using BrazeSimplifyBase::BrazeSimplifyBase;
 
   // 1. Gather the canonicalization patterns of every braze op.
-  // 2. Add the algebraic rewrites.
+  // 2. Add the algebraic rewrites and the broadcast-matrix product.
   // 3. Run the greedy driver, which also applies every op's folder.
   void runOnOperation() override {
     MLIRContext *context = &getContext();
@@ -102,6 +151,7 @@ struct BrazeSimplifyPass
       if (&op.getDialect() == braze)
         op.getCanonicalizationPatterns(patterns, context);
     patterns.add<AddOfNeg, SubOfNeg, MulOfNegs>(context, numAlgebraicRewrites);
+    patterns.add<BmmOfBroadcastMatrix>(context, numBroadcastProducts);
 
     GreedyRewriteConfig config;
     int64_t rounds = maxIterations;

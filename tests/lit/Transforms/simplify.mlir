@@ -3,6 +3,7 @@
 // RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-simplify{max-iterations=1}))' -split-input-file -o /dev/null 2>&1 | FileCheck %s --check-prefix=ONCE
 
 // STATS: (S) 6 algebraic-rewrites
+// STATS: (S) 2 broadcast-products
 // ONCE: warning: braze-simplify did not converge in 1 iterations
 
 // Tests that adding a negation becomes a subtraction, on either side, and
@@ -92,4 +93,38 @@ func.func @other_dialects(%a: f32, %b: f32) -> f32 {
   %n = arith.negf %b : f32
   %0 = arith.addf %a, %n : f32
   return %0 : f32
+}
+
+// -----
+
+// Tests that a batched product of one broadcast matrix becomes one GEMM
+// between reshapes, from a [K, N] or a [1, K, N] matrix, with a dynamic
+// batch.
+// CHECK-LABEL: func.func @bmm_of_broadcast_matrix
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<?x2x8xf32>, %[[W:[^:]*]]: tensor<8x5xf32>, %[[V:[^:]*]]: tensor<1x8x5xf32>,
+// CHECK: %[[F:.*]] = braze.reshape %[[X]] : tensor<?x2x8xf32> -> tensor<?x8xf32>
+// CHECK: %[[M:.*]] = braze.matmul %[[F]], %[[W]] : tensor<?x8xf32>, tensor<8x5xf32> -> tensor<?x5xf32>
+// CHECK: braze.reshape %[[M]] : tensor<?x5xf32> -> tensor<?x2x5xf32>
+// CHECK: %[[W2:.*]] = braze.reshape %[[V]] : tensor<1x8x5xf32> -> tensor<8x5xf32>
+// CHECK: braze.matmul %{{.*}}, %[[W2]]
+// CHECK-NOT: braze.bmm
+func.func @bmm_of_broadcast_matrix(%x: tensor<?x2x8xf32>, %w: tensor<8x5xf32>, %v: tensor<1x8x5xf32>, %n: index) -> (tensor<?x2x5xf32>, tensor<?x2x5xf32>) {
+  %e = braze.expand %w sizes [%n] : tensor<8x5xf32> -> tensor<?x8x5xf32>
+  %0 = braze.bmm %x, %e : tensor<?x2x8xf32>, tensor<?x8x5xf32> -> tensor<?x2x5xf32>
+  %f = braze.expand %v sizes [%n] : tensor<1x8x5xf32> -> tensor<?x8x5xf32>
+  %1 = braze.bmm %x, %f : tensor<?x2x8xf32>, tensor<?x8x5xf32> -> tensor<?x2x5xf32>
+  return %0, %1 : tensor<?x2x5xf32>, tensor<?x2x5xf32>
+}
+
+// -----
+
+// Tests that a genuinely batched right operand, and a product whose batch
+// and rows are both dynamic, stay batched products.
+// CHECK-LABEL: func.func @bmm_kept
+// CHECK-COUNT-2: braze.bmm
+func.func @bmm_kept(%x: tensor<4x2x8xf32>, %w: tensor<4x8x5xf32>, %y: tensor<?x?x8xf32>, %v: tensor<8x5xf32>, %n: index) -> (tensor<4x2x5xf32>, tensor<?x?x5xf32>) {
+  %0 = braze.bmm %x, %w : tensor<4x2x8xf32>, tensor<4x8x5xf32> -> tensor<4x2x5xf32>
+  %e = braze.expand %v sizes [%n] : tensor<8x5xf32> -> tensor<?x8x5xf32>
+  %1 = braze.bmm %y, %e : tensor<?x?x8xf32>, tensor<?x8x5xf32> -> tensor<?x?x5xf32>
+  return %0, %1 : tensor<4x2x5xf32>, tensor<?x?x5xf32>
 }
