@@ -418,14 +418,14 @@ BZ_INLINE double bz_cos_poly(double r) {
   return bz_poly(z, 1.0, -1 / 2.0, 1 / 24.0, -1 / 720.0, 1 / 40320.0, -1 / 3628800.0, 1 / 479001600.0,
                  -1 / 87178291200.0);
 }
-// NaN and +-inf give NaN (x - x); +-0 keeps its sign through r.
+// NaN and +-inf give NaN (x - x); sin and tan of +-0 are x itself (r + r^3 P sums -0 to +0).
 BZ_INLINE float bz_sin(float x) {
   double r;
   uint64_t q = bz_trig_reduce(x, &r);
   double s = bz_sin_poly(r), c = bz_cos_poly(r);
   double y = q & 1 ? c : s;
   y = q & 2 ? -y : y;
-  return std::fabs(x) <= std::numeric_limits<float>::max() ? (float)y : x - x;
+  return std::fabs(x) <= std::numeric_limits<float>::max() ? (x == 0 ? x : (float)y) : x - x;
 }
 BZ_INLINE float bz_cos(float x) {
   double r;
@@ -440,7 +440,7 @@ BZ_INLINE float bz_tan(float x) {
   uint64_t q = bz_trig_reduce(x, &r);
   double s = bz_sin_poly(r), c = bz_cos_poly(r);
   double y = q & 1 ? -c / s : s / c;
-  return std::fabs(x) <= std::numeric_limits<float>::max() ? (float)y : x - x;
+  return std::fabs(x) <= std::numeric_limits<float>::max() ? (x == 0 ? x : (float)y) : x - x;
 }
 BZ_INLINE double bz_sin(double x) { return std::sin(x); }
 BZ_INLINE double bz_cos(double x) { return std::cos(x); }
