@@ -5,7 +5,7 @@ int64_t* sizes)`: `buffers` holds the inputs then the results; `sizes` holds
 the domain's extents, then the strides (in elements) of every input, then
 every dim of every result. Inputs may be strided views whose innermost
 stride is 1 (a permuted or sliced tensor is read in place); results are
-contiguous. It returns 0, or 1 after an integer division by zero.
+contiguous. It returns 0, or 1 after an integer division (or remainder) by zero.
 
 Loops: an OpenMP loop over the parallel points (blocks of the innermost dim
 when nothing is reduced, so the compiler vectorizes the block). With
