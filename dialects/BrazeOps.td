@@ -56,6 +56,30 @@ def Braze_SqrtOp : Braze_UnaryOp<"sqrt", Braze_FloatTensor, "square root">;
 def Braze_RsqrtOp : Braze_UnaryOp<"rsqrt", Braze_FloatTensor,
                                   "reciprocal square root">;
 def Braze_ErfOp : Braze_UnaryOp<"erf", Braze_FloatTensor, "error function">;
+def Braze_Expm1Op : Braze_UnaryOp<"expm1", Braze_FloatTensor,
+                                  "exp(x) - 1, accurate for small x">;
+def Braze_Exp2Op : Braze_UnaryOp<"exp2", Braze_FloatTensor, "2 to the power x">;
+def Braze_Log1pOp : Braze_UnaryOp<"log1p", Braze_FloatTensor,
+                                  "log(1 + x), accurate for small x">;
+def Braze_Log2Op : Braze_UnaryOp<"log2", Braze_FloatTensor, "base-2 logarithm">;
+def Braze_SinOp : Braze_UnaryOp<"sin", Braze_FloatTensor, "sine">;
+def Braze_CosOp : Braze_UnaryOp<"cos", Braze_FloatTensor, "cosine">;
+def Braze_TanOp : Braze_UnaryOp<"tan", Braze_FloatTensor, "tangent">;
+def Braze_AsinOp : Braze_UnaryOp<"asin", Braze_FloatTensor, "arcsine">;
+def Braze_AcosOp : Braze_UnaryOp<"acos", Braze_FloatTensor, "arccosine">;
+def Braze_AtanOp : Braze_UnaryOp<"atan", Braze_FloatTensor, "arctangent">;
+def Braze_SinhOp : Braze_UnaryOp<"sinh", Braze_FloatTensor, "hyperbolic sine">;
+def Braze_CoshOp : Braze_UnaryOp<"cosh", Braze_FloatTensor, "hyperbolic cosine">;
+def Braze_FloorOp : Braze_UnaryOp<"floor", Braze_FloatTensor,
+                                  "rounding toward -infinity">;
+def Braze_CeilOp : Braze_UnaryOp<"ceil", Braze_FloatTensor,
+                                 "rounding toward +infinity">;
+def Braze_TruncOp : Braze_UnaryOp<"trunc", Braze_FloatTensor,
+                                  "rounding toward zero">;
+def Braze_RoundOp : Braze_UnaryOp<"round", Braze_FloatTensor,
+                                  "rounding to nearest, half to even">;
+def Braze_SignOp : Braze_UnaryOp<"sign", Braze_NumericTensor,
+                                 "sign: -1, 0 or 1 (0 for NaN and -0, as PyTorch)">;
 def Braze_NotOp : Braze_UnaryOp<"not", Braze_BoolTensor, "logical negation">;
 
 def Braze_GeluOp : Braze_Op<"gelu", [Pure, SameOperandsAndResultType,
@@ -115,6 +139,14 @@ def Braze_MaximumOp : Braze_BinaryOp<"maximum", Braze_NumericTensor,
                                      "maximum (NaN-propagating)">;
 def Braze_MinimumOp : Braze_BinaryOp<"minimum", Braze_NumericTensor,
                                      "minimum (NaN-propagating)">;
+def Braze_Atan2Op : Braze_BinaryOp<"atan2", Braze_FloatTensor,
+                                   "arctangent of lhs / rhs in the quadrant of (rhs, lhs)">;
+def Braze_RemainderOp : Braze_BinaryOp<"remainder", Braze_NumericTensor,
+                                       "remainder with the sign of the divisor "
+                                       "(Python's %, PyTorch's remainder)">;
+def Braze_FmodOp : Braze_BinaryOp<"fmod", Braze_NumericTensor,
+                                  "remainder with the sign of the dividend "
+                                  "(C's fmod and %)">;
 
 def Braze_AndOp : Braze_BinaryOp<"and", Braze_BoolTensor, "logical and">;
 def Braze_OrOp : Braze_BinaryOp<"or", Braze_BoolTensor, "logical or">;

@@ -314,16 +314,27 @@ FailureOr<Value> KernelBuilder::lowerPointwise(Operation *op,
       return FloatOp::create(builder, loc, args[0], args[1]);
     return IntOp::create(builder, loc, args[0], args[1]);
   };
-  auto compare = [&](arith::CmpFPredicate floatPredicate,
-                     arith::CmpIPredicate signedPredicate,
-                     arith::CmpIPredicate boolPredicate) -> Value {
+  auto unary = [&](auto mathOp) -> Value {
+    return decltype(mathOp)::create(builder, loc, args[0]);
+  };
+  auto constant = [&](double value) -> Value {
+    return isFloat ? floatConstant(type, value)
+                   : intConstant(type, static_cast<int64_t>(value));
+  };
+  using P = arith::CmpFPredicate;
+  using I = arith::CmpIPredicate;
+  auto compareValues = [&](Value lhs, Value rhs, P floatPredicate,
+                           I signedPredicate, I boolPredicate) -> Value {
     if (isFloat)
-      return arith::CmpFOp::create(builder, loc, floatPredicate, args[0],
-                                   args[1]);
+      return arith::CmpFOp::create(builder, loc, floatPredicate, lhs, rhs);
     // i1 is unsigned here: true (1) > false (0).
     return arith::CmpIOp::create(
         builder, loc, type.isInteger(1) ? boolPredicate : signedPredicate,
-        args[0], args[1]);
+        lhs, rhs);
+  };
+  auto compare = [&](P floatPredicate, I signedPredicate, I boolPredicate) {
+    return compareValues(args[0], args[1], floatPredicate, signedPredicate,
+                         boolPredicate);
   };
   // 1 / (1 + exp(-x)): exp overflows to inf for very negative x, giving 0.
   auto sigmoid = [&](Value x) -> Value {
@@ -333,8 +344,36 @@ FailureOr<Value> KernelBuilder::lowerPointwise(Operation *op,
     Value denominator = arith::AddFOp::create(builder, loc, one, exp);
     return arith::DivFOp::create(builder, loc, one, denominator);
   };
-  using P = arith::CmpFPredicate;
-  using I = arith::CmpIPredicate;
+  // PyTorch's remainder takes the divisor's sign: the C remainder (the
+  // dividend's sign) plus the divisor where it is non-zero and the two signs
+  // differ. (A NaN remainder stays NaN whatever is added.)
+  auto remainder = [&]() -> Value {
+    Value divisor = args[1];
+    Value mod = binary(arith::RemFOp(), arith::RemSIOp());
+    Value zero = constant(0);
+    Value modNegative = compareValues(mod, zero, P::OLT, I::slt, I::ult);
+    Value divisorNegative =
+        compareValues(divisor, zero, P::OLT, I::slt, I::ult);
+    Value signsDiffer =
+        arith::XOrIOp::create(builder, loc, modNegative, divisorNegative);
+    Value nonZero = compareValues(mod, zero, P::UNE, I::ne, I::ne);
+    Value adjust = arith::AndIOp::create(builder, loc, nonZero, signsDiffer);
+    Value adjusted =
+        isFloat ? Value(arith::AddFOp::create(builder, loc, mod, divisor))
+                : Value(arith::AddIOp::create(builder, loc, mod, divisor));
+    return arith::SelectOp::create(builder, loc, adjust, adjusted, mod);
+  };
+  // (x > 0) - (x < 0) as selects: 0 for NaN and both zeros, as PyTorch.
+  auto sign = [&]() -> Value {
+    Value x = args[0], zero = constant(0);
+    Value isNegative = compareValues(x, zero, P::OLT, I::slt, I::ult);
+    Value minusOne = constant(-1);
+    Value negative =
+        arith::SelectOp::create(builder, loc, isNegative, minusOne, zero);
+    Value isPositive = compareValues(x, zero, P::OGT, I::sgt, I::ugt);
+    Value one = constant(1);
+    return arith::SelectOp::create(builder, loc, isPositive, one, negative);
+  };
   return TypeSwitch<Operation *, FailureOr<Value>>(op)
       .Case([&](AddOp) { return binary(arith::AddFOp(), arith::AddIOp()); })
       .Case([&](SubOp) { return binary(arith::SubFOp(), arith::SubIOp()); })
@@ -349,6 +388,11 @@ FailureOr<Value> KernelBuilder::lowerPointwise(Operation *op,
       .Case([&](PowOp) -> Value {
         return math::PowFOp::create(builder, loc, args[0], args[1]);
       })
+      .Case([&](Atan2Op) -> Value {
+        return math::Atan2Op::create(builder, loc, args[0], args[1]);
+      })
+      .Case([&](RemainderOp) { return remainder(); })
+      .Case([&](FmodOp) { return binary(arith::RemFOp(), arith::RemSIOp()); })
       .Case([&](AndOp) -> Value {
         return arith::AndIOp::create(builder, loc, args[0], args[1]);
       })
@@ -393,24 +437,29 @@ FailureOr<Value> KernelBuilder::lowerPointwise(Operation *op,
         return arith::MaxSIOp::create(builder, loc, args[0],
                                       intConstant(type, 0));
       })
-      .Case([&](ExpOp) -> Value {
-        return math::ExpOp::create(builder, loc, args[0]);
-      })
-      .Case([&](LogOp) -> Value {
-        return math::LogOp::create(builder, loc, args[0]);
-      })
-      .Case([&](TanhOp) -> Value {
-        return math::TanhOp::create(builder, loc, args[0]);
-      })
-      .Case([&](SqrtOp) -> Value {
-        return math::SqrtOp::create(builder, loc, args[0]);
-      })
-      .Case([&](RsqrtOp) -> Value {
-        return math::RsqrtOp::create(builder, loc, args[0]);
-      })
-      .Case([&](ErfOp) -> Value {
-        return math::ErfOp::create(builder, loc, args[0]);
-      })
+      .Case([&](ExpOp) { return unary(math::ExpOp()); })
+      .Case([&](Expm1Op) { return unary(math::ExpM1Op()); })
+      .Case([&](Exp2Op) { return unary(math::Exp2Op()); })
+      .Case([&](LogOp) { return unary(math::LogOp()); })
+      .Case([&](Log1pOp) { return unary(math::Log1pOp()); })
+      .Case([&](Log2Op) { return unary(math::Log2Op()); })
+      .Case([&](TanhOp) { return unary(math::TanhOp()); })
+      .Case([&](SqrtOp) { return unary(math::SqrtOp()); })
+      .Case([&](RsqrtOp) { return unary(math::RsqrtOp()); })
+      .Case([&](ErfOp) { return unary(math::ErfOp()); })
+      .Case([&](SinOp) { return unary(math::SinOp()); })
+      .Case([&](CosOp) { return unary(math::CosOp()); })
+      .Case([&](TanOp) { return unary(math::TanOp()); })
+      .Case([&](AsinOp) { return unary(math::AsinOp()); })
+      .Case([&](AcosOp) { return unary(math::AcosOp()); })
+      .Case([&](AtanOp) { return unary(math::AtanOp()); })
+      .Case([&](SinhOp) { return unary(math::SinhOp()); })
+      .Case([&](CoshOp) { return unary(math::CoshOp()); })
+      .Case([&](FloorOp) { return unary(math::FloorOp()); })
+      .Case([&](CeilOp) { return unary(math::CeilOp()); })
+      .Case([&](TruncOp) { return unary(math::TruncOp()); })
+      .Case([&](RoundOp) { return unary(math::RoundEvenOp()); })
+      .Case([&](SignOp) { return sign(); })
       .Case([&](SigmoidOp) { return sigmoid(args[0]); })
       .Case([&](SiluOp) -> Value {
         return arith::MulFOp::create(builder, loc, args[0], sigmoid(args[0]));

@@ -59,7 +59,10 @@ UNARY_FLOAT = {
     "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "log": torch.log,
     "tanh": torch.tanh, "sigmoid": torch.sigmoid, "relu": torch.relu,
     "silu": torch.nn.functional.silu, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
-    "erf": torch.erf, "gelu": torch.nn.functional.gelu,
+    "erf": torch.erf, "gelu": torch.nn.functional.gelu, "expm1": torch.expm1, "exp2": torch.exp2,
+    "log1p": torch.log1p, "log2": torch.log2, "sin": torch.sin, "cos": torch.cos, "tan": torch.tan,
+    "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "sinh": torch.sinh, "cosh": torch.cosh,
+    "floor": torch.floor, "ceil": torch.ceil, "trunc": torch.trunc, "round": torch.round, "sign": torch.sign,
 }
 
 
@@ -85,12 +88,12 @@ def test_gelu_tanh_matches_the_formula():
 
 
 @pytest.mark.parametrize("element", INT_TYPES)
-@pytest.mark.parametrize("name", ["neg", "abs", "relu"])
+@pytest.mark.parametrize("name", ["neg", "abs", "relu", "sign"])
 def test_unary_int(name, element):
     x = random_tensor((5,), element)
     t = tensor_type((5,), element)
     result = run_single_op(f"braze.{name} %a0 : {t}", [t], t, x)
-    assert_same(result, {"neg": torch.neg, "abs": torch.abs, "relu": torch.relu}[name](x))
+    assert_same(result, {"neg": torch.neg, "abs": torch.abs, "relu": torch.relu, "sign": torch.sign}[name](x))
 
 
 def test_not():
@@ -146,10 +149,20 @@ def test_integer_division_truncates_toward_zero(element):
     assert result.tolist() == [3, -3, -3, 3, 0, 2]
 
 
-def test_integer_division_by_zero_is_an_error():
-    ops = binary_ir("div", "i32", (2,), (2,), (2,))
-    with pytest.raises(braze.BrazeError, match="'braze.div' at <string>:2:8: integer division by zero"):
+@pytest.mark.parametrize("name", ["div", "remainder", "fmod"])
+def test_integer_division_by_zero_is_an_error(name):
+    ops = binary_ir(name, "i32", (2,), (2,), (2,))
+    with pytest.raises(braze.BrazeError, match=f"'braze.{name}' at <string>:2:8: integer division by zero"):
         run_single_op(*ops, torch.tensor([1, 2], dtype=torch.int32), torch.tensor([1, 0], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("element", ["f32", "i64"])
+def test_remainder_takes_the_divisors_sign_and_fmod_the_dividends(element):
+    lhs = torch.tensor([7, -7, 7, -7], dtype=TORCH_DTYPES[element])
+    rhs = torch.tensor([3, 3, -3, -3], dtype=TORCH_DTYPES[element])
+    remainder = run_single_op(*binary_ir("remainder", element, (4,), (4,), (4,)), lhs, rhs)
+    fmod = run_single_op(*binary_ir("fmod", element, (4,), (4,), (4,)), lhs, rhs)
+    assert remainder.tolist() == [1, 2, -2, -1] and fmod.tolist() == [1, -1, 1, -1]
 
 
 def test_pow_and_nan_propagating_maximum():

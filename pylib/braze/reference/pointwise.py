@@ -24,6 +24,23 @@ _UNARY = {
     "braze.sqrt": torch.sqrt,
     "braze.rsqrt": torch.rsqrt,
     "braze.erf": torch.erf,
+    "braze.expm1": torch.expm1,
+    "braze.exp2": torch.exp2,
+    "braze.log1p": torch.log1p,
+    "braze.log2": torch.log2,
+    "braze.sin": torch.sin,
+    "braze.cos": torch.cos,
+    "braze.tan": torch.tan,
+    "braze.asin": torch.asin,
+    "braze.acos": torch.acos,
+    "braze.atan": torch.atan,
+    "braze.sinh": torch.sinh,
+    "braze.cosh": torch.cosh,
+    "braze.floor": torch.floor,
+    "braze.ceil": torch.ceil,
+    "braze.trunc": torch.trunc,
+    "braze.round": torch.round,  # half to even
+    "braze.sign": torch.sign,  # 0 for NaN
     "braze.not": torch.logical_not,
 }
 
@@ -57,6 +74,9 @@ _BINARY = {
     "braze.mul": torch.mul,
     "braze.div": _divide,
     "braze.pow": torch.pow,
+    "braze.atan2": torch.atan2,
+    "braze.remainder": torch.remainder,  # the divisor's sign
+    "braze.fmod": torch.fmod,  # the dividend's sign
     "braze.maximum": torch.maximum,  # propagates NaN
     "braze.minimum": torch.minimum,
     "braze.and": torch.logical_and,
@@ -72,10 +92,13 @@ _BINARY = {
 }
 
 
+_DIVISIONS = {"braze.div", "braze.remainder", "braze.fmod"}
+
+
 @handles(*_BINARY)
 def binary(op, operands, interpreter):
     lhs, rhs = operands
-    if not lhs.dtype.is_floating_point and op.operation.name == "braze.div" and bool((rhs == 0).any()):
+    if not lhs.dtype.is_floating_point and op.operation.name in _DIVISIONS and bool((rhs == 0).any()):
         raise op_error(op, "integer division by zero")
     return [_BINARY[op.operation.name](lhs, rhs)]
 

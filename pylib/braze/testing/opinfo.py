@@ -39,6 +39,13 @@ OPINFO_OPS = [
     ("split_with_sizes", ""), ("squeeze", ""), ("unsqueeze", ""), ("select", ""),
     ("narrow", ""), ("full_like", ""), ("zeros_like", ""), ("ones_like", ""),
     ("nn.functional.scaled_dot_product_attention", ""), ("to", ""),
+    ("sin", ""), ("cos", ""), ("tan", ""), ("asin", ""), ("acos", ""), ("atan", ""), ("atan2", ""),
+    ("sinh", ""), ("cosh", ""), ("expm1", ""), ("exp2", ""), ("log1p", ""), ("log2", ""),
+    ("floor", ""), ("ceil", ""), ("trunc", ""), ("round", ""), ("round", "decimals_3"),
+    ("round", "decimals_neg_3"), ("sign", ""), ("remainder", ""), ("fmod", ""), ("isnan", ""),
+    ("isinf", ""), ("nn.functional.leaky_relu", ""), ("nn.functional.elu", ""),
+    ("nn.functional.selu", ""), ("nn.functional.mish", ""), ("nn.functional.softplus", ""),
+    ("nn.functional.hardswish", ""), ("nn.functional.hardsigmoid", ""), ("nn.functional.hardtanh", ""),
 ]
 
 

@@ -49,6 +49,33 @@ func.func @exp_of_int(%a: tensor<4xi32>) {
 
 // -----
 
+// Tests that rounding ops take floats only (the frontend passes integers through).
+func.func @floor_of_int(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'braze.floor' op operand #0 must be ranked tensor of}}
+  %0 = braze.floor %a : tensor<4xi32>
+  return
+}
+
+// -----
+
+// Tests that atan2 takes floats only.
+func.func @atan2_of_int(%a: tensor<4xi32>) {
+  // expected-error @+1 {{'braze.atan2' op operand #0 must be ranked tensor of}}
+  %0 = braze.atan2 %a, %a : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  return
+}
+
+// -----
+
+// Tests that remainder has no boolean form.
+func.func @remainder_of_bool(%a: tensor<4xi1>) {
+  // expected-error @+1 {{'braze.remainder' op operand #0 must be ranked tensor of}}
+  %0 = braze.remainder %a, %a : tensor<4xi1>, tensor<4xi1> -> tensor<4xi1>
+  return
+}
+
+// -----
+
 // Tests that gelu's approximation is checked.
 func.func @gelu_approximation(%a: tensor<4xf32>) {
   // expected-error @+1 {{approximate must be "none" or "tanh", got "erf"}}

@@ -34,6 +34,42 @@ func.func @pointwise_unary(%x: tensor<?x4xf32>, %i: tensor<3xi32>) {
   %12 = braze.rsqrt %x : tensor<?x4xf32>
   // CHECK: braze.erf %{{.*}} : tensor<?x4xf32>
   %13 = braze.erf %x : tensor<?x4xf32>
+  // CHECK: braze.expm1 %{{.*}} : tensor<?x4xf32>
+  %14 = braze.expm1 %x : tensor<?x4xf32>
+  // CHECK: braze.exp2 %{{.*}} : tensor<?x4xf32>
+  %15 = braze.exp2 %x : tensor<?x4xf32>
+  // CHECK: braze.log1p %{{.*}} : tensor<?x4xf32>
+  %16 = braze.log1p %x : tensor<?x4xf32>
+  // CHECK: braze.log2 %{{.*}} : tensor<?x4xf32>
+  %17 = braze.log2 %x : tensor<?x4xf32>
+  // CHECK: braze.sin %{{.*}} : tensor<?x4xf32>
+  %18 = braze.sin %x : tensor<?x4xf32>
+  // CHECK: braze.cos %{{.*}} : tensor<?x4xf32>
+  %19 = braze.cos %x : tensor<?x4xf32>
+  // CHECK: braze.tan %{{.*}} : tensor<?x4xf32>
+  %20 = braze.tan %x : tensor<?x4xf32>
+  // CHECK: braze.asin %{{.*}} : tensor<?x4xf32>
+  %21 = braze.asin %x : tensor<?x4xf32>
+  // CHECK: braze.acos %{{.*}} : tensor<?x4xf32>
+  %22 = braze.acos %x : tensor<?x4xf32>
+  // CHECK: braze.atan %{{.*}} : tensor<?x4xf32>
+  %23 = braze.atan %x : tensor<?x4xf32>
+  // CHECK: braze.sinh %{{.*}} : tensor<?x4xf32>
+  %24 = braze.sinh %x : tensor<?x4xf32>
+  // CHECK: braze.cosh %{{.*}} : tensor<?x4xf32>
+  %25 = braze.cosh %x : tensor<?x4xf32>
+  // CHECK: braze.floor %{{.*}} : tensor<?x4xf32>
+  %26 = braze.floor %x : tensor<?x4xf32>
+  // CHECK: braze.ceil %{{.*}} : tensor<?x4xf32>
+  %27 = braze.ceil %x : tensor<?x4xf32>
+  // CHECK: braze.trunc %{{.*}} : tensor<?x4xf32>
+  %28 = braze.trunc %x : tensor<?x4xf32>
+  // CHECK: braze.round %{{.*}} : tensor<?x4xf32>
+  %29 = braze.round %x : tensor<?x4xf32>
+  // CHECK: braze.sign %{{.*}} : tensor<?x4xf32>
+  %30 = braze.sign %x : tensor<?x4xf32>
+  // CHECK: braze.sign %{{.*}} : tensor<3xi32>
+  %31 = braze.sign %i : tensor<3xi32>
   return
 }
 
@@ -82,6 +118,12 @@ func.func @pointwise_binary(%a: tensor<?x4xf32>, %b: tensor<4xf32>, %c: tensor<2
   %5 = braze.maximum %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
   // CHECK: braze.minimum %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
   %6 = braze.minimum %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  // CHECK: braze.atan2 %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  %7 = braze.atan2 %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  // CHECK: braze.remainder %{{.*}}, %{{.*}} : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  %8 = braze.remainder %a, %b : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
+  // CHECK: braze.fmod %{{.*}}, %{{.*}} : tensor<2x1x4xbf16>, tensor<3x1xbf16> -> tensor<2x3x4xbf16>
+  %9 = braze.fmod %c, %d : tensor<2x1x4xbf16>, tensor<3x1xbf16> -> tensor<2x3x4xbf16>
   return
 }
 

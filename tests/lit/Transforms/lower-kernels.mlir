@@ -81,6 +81,125 @@ func.func @casts(%x: tensor<4xf32>, %b: tensor<4xi1>, %h: tensor<4xbf16>) -> (te
 
 // -----
 
+// Tests that a rotary embedding (x * cos + rotate_half(x) * sin) is one
+// kernel whose body calls math.cos and math.sin on the angle.
+// CHECK-LABEL: func.func @rotary
+// CHECK: braze.kernel
+// CHECK-NOT: braze.kernel
+// CHECK:   %[[COS:.*]] = math.cos %{{.*}} : f32
+// CHECK:   arith.mulf %{{.*}}, %[[COS]] : f32
+// CHECK:   %[[SIN:.*]] = math.sin %{{.*}} : f32
+// CHECK:   arith.mulf %{{.*}}, %[[SIN]] : f32
+// CHECK:   arith.addf
+// CHECK:   braze.store
+func.func @rotary(%x: tensor<8x4xf32>, %r: tensor<8x4xf32>, %t: tensor<8x1xf32>) -> tensor<8x4xf32> {
+  %y = braze.group ins(%x, %r, %t) : (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x1xf32>) -> tensor<8x4xf32> {
+  ^bb0(%a: tensor<8x4xf32>, %rotated: tensor<8x4xf32>, %angle: tensor<8x1xf32>):
+    %c = braze.cos %angle : tensor<8x1xf32>
+    %ac = braze.mul %a, %c : tensor<8x4xf32>, tensor<8x1xf32> -> tensor<8x4xf32>
+    %s = braze.sin %angle : tensor<8x1xf32>
+    %rs = braze.mul %rotated, %s : tensor<8x4xf32>, tensor<8x1xf32> -> tensor<8x4xf32>
+    %sum = braze.add %ac, %rs : tensor<8x4xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+    braze.yield %sum : tensor<8x4xf32>
+  }
+  return %y : tensor<8x4xf32>
+}
+
+// -----
+
+// Tests that each unary math op becomes its upstream math op, rounding to
+// nearest becoming roundeven (half to even, as torch.round).
+// CHECK-LABEL: func.func @unary_math
+// CHECK-DAG: math.expm1 %{{.*}} : f64
+// CHECK-DAG: math.exp2 %{{.*}} : f64
+// CHECK-DAG: math.log1p %{{.*}} : f64
+// CHECK-DAG: math.log2 %{{.*}} : f64
+// CHECK-DAG: math.tan %{{.*}} : f64
+// CHECK-DAG: math.asin %{{.*}} : f64
+// CHECK-DAG: math.acos %{{.*}} : f64
+// CHECK-DAG: math.atan %{{.*}} : f64
+// CHECK-DAG: math.sinh %{{.*}} : f64
+// CHECK-DAG: math.cosh %{{.*}} : f64
+// CHECK-DAG: math.floor %{{.*}} : f64
+// CHECK-DAG: math.ceil %{{.*}} : f64
+// CHECK-DAG: math.trunc %{{.*}} : f64
+// CHECK-DAG: math.roundeven %{{.*}} : f64
+// CHECK-DAG: math.atan2 %{{.*}}, %{{.*}} : f64
+func.func @unary_math(%x: tensor<4xf64>) -> (tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>) {
+  %0 = braze.expm1 %x : tensor<4xf64>
+  %1 = braze.exp2 %x : tensor<4xf64>
+  %2 = braze.log1p %x : tensor<4xf64>
+  %3 = braze.log2 %x : tensor<4xf64>
+  %4 = braze.tan %x : tensor<4xf64>
+  %5 = braze.asin %x : tensor<4xf64>
+  %6 = braze.acos %x : tensor<4xf64>
+  %7 = braze.atan %x : tensor<4xf64>
+  %8 = braze.sinh %x : tensor<4xf64>
+  %9 = braze.cosh %x : tensor<4xf64>
+  %10 = braze.floor %x : tensor<4xf64>
+  %11 = braze.ceil %x : tensor<4xf64>
+  %12 = braze.trunc %x : tensor<4xf64>
+  %13 = braze.round %x : tensor<4xf64>
+  %14 = braze.atan2 %x, %x : tensor<4xf64>, tensor<4xf64> -> tensor<4xf64>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14 : tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>, tensor<4xf64>
+}
+
+// -----
+
+// Tests that remainder adds the divisor to a non-zero C remainder whose sign
+// differs from the divisor's (floats and integers), and that fmod is the C
+// remainder alone.
+// CHECK-LABEL: func.func @remainders
+// CHECK: %[[A:.*]] = tensor.extract
+// CHECK: %[[B:.*]] = tensor.extract
+// CHECK: %[[MOD:.*]] = arith.remf %[[A]], %[[B]] : f32
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[MODNEG:.*]] = arith.cmpf olt, %[[MOD]], %[[ZERO]] : f32
+// CHECK: %[[BNEG:.*]] = arith.cmpf olt, %[[B]], %[[ZERO]] : f32
+// CHECK: %[[DIFFER:.*]] = arith.xori %[[MODNEG]], %[[BNEG]] : i1
+// CHECK: %[[NONZERO:.*]] = arith.cmpf une, %[[MOD]], %[[ZERO]] : f32
+// CHECK: %[[ADJUST:.*]] = arith.andi %[[NONZERO]], %[[DIFFER]] : i1
+// CHECK: %[[SUM:.*]] = arith.addf %[[MOD]], %[[B]] : f32
+// CHECK: arith.select %[[ADJUST]], %[[SUM]], %[[MOD]] : f32
+// CHECK: %[[IMOD:.*]] = arith.remsi %{{.*}}, %{{.*}} : i32
+// CHECK: arith.cmpi slt, %[[IMOD]], %{{.*}} : i32
+// CHECK: arith.cmpi ne, %[[IMOD]], %{{.*}} : i32
+// CHECK: arith.addi %[[IMOD]], %{{.*}} : i32
+// CHECK: arith.select
+// CHECK: braze.kernel
+// CHECK: arith.remf %{{.*}}, %{{.*}} : f32
+// CHECK-NOT: arith.select
+// CHECK: braze.store
+func.func @remainders(%a: tensor<4xf32>, %b: tensor<4xf32>, %i: tensor<4xi32>, %j: tensor<4xi32>) -> (tensor<4xf32>, tensor<4xi32>, tensor<4xf32>) {
+  %0 = braze.remainder %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %1 = braze.remainder %i, %j : tensor<4xi32>, tensor<4xi32> -> tensor<4xi32>
+  %2 = braze.fmod %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %0, %1, %2 : tensor<4xf32>, tensor<4xi32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that sign is (x > 0) - (x < 0) as selects, for floats (ordered
+// compares: NaN gives 0) and integers.
+// CHECK-LABEL: func.func @signs
+// CHECK: %[[X:.*]] = tensor.extract
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[LT:.*]] = arith.cmpf olt, %[[X]], %[[ZERO]] : f32
+// CHECK: %[[MINUS:.*]] = arith.constant -1.000000e+00 : f32
+// CHECK: %[[NEG:.*]] = arith.select %[[LT]], %[[MINUS]], %[[ZERO]] : f32
+// CHECK: %[[GT:.*]] = arith.cmpf ogt, %[[X]], %[[ZERO]] : f32
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: arith.select %[[GT]], %[[ONE]], %[[NEG]] : f32
+// CHECK: arith.cmpi slt, %{{.*}}, %{{.*}} : i64
+// CHECK: arith.cmpi sgt, %{{.*}}, %{{.*}} : i64
+func.func @signs(%x: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xi64>) {
+  %0 = braze.sign %x : tensor<4xf32>
+  %1 = braze.sign %i : tensor<4xi64>
+  return %0, %1 : tensor<4xf32>, tensor<4xi64>
+}
+
+// -----
+
 // Tests that a rank-dropping reduction stores without its reduced dims and a
 // keepdim one at index 0 of them; argmax gives i64.
 // CHECK-LABEL: func.func @stores

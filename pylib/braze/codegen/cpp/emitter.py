@@ -5,7 +5,7 @@ int64_t* sizes)`: `buffers` holds the inputs then the results; `sizes` holds
 the domain's extents, then the strides (in elements) of every input, then
 every dim of every result. Inputs may be strided views whose innermost
 stride is 1 (a permuted or sliced tensor is read in place); results are
-contiguous. It returns 0, or 1 after an integer division by zero.
+contiguous. It returns 0, or 1 after an integer division (or remainder) by zero.
 
 Loops: an OpenMP loop over the parallel points (blocks of the innermost dim
 when nothing is reduced, so the compiler vectorizes the block). With
@@ -48,13 +48,22 @@ _COMPUTE = dict(_STORAGE, f16="float", bf16="float")
 
 _CMPF = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 13: "!="}
 _CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
-_MATH = {
-    "math.exp": "bz_exp", "math.log": "bz_log", "math.tanh": "bz_tanh", "math.erf": "bz_erf",
-    "math.sqrt": "bz_sqrt", "math.rsqrt": "bz_rsqrt", "math.absf": "std::abs",
+# Transcendental functions: the prelude's own vectorizable implementations.
+_TRANSCENDENTAL = {
+    f"math.{name}": f"bz_{name}"
+    for name in ("exp", "expm1", "exp2", "log", "log1p", "log2", "tanh", "erf", "sin", "cos", "tan",
+                 "asin", "acos", "atan", "sinh", "cosh")
 }
+_MATH = dict(
+    _TRANSCENDENTAL,
+    **{"math.sqrt": "bz_sqrt", "math.rsqrt": "bz_rsqrt", "math.absf": "std::abs",
+       "math.floor": "std::floor", "math.ceil": "std::ceil", "math.trunc": "std::trunc",
+       "math.roundeven": "bz_roundeven"},
+)
+_MATH_BINARY = {"math.powf": "bz_pow", "math.atan2": "bz_atan2", "arith.remf": "std::fmod"}
 # Ops worth a row buffer rather than a second evaluation. (Division is not:
 # measured on softmax+LayerNorm, the extra buffer cost more than it saved.)
-_EXPENSIVE = {"math.exp", "math.log", "math.tanh", "math.erf", "math.powf"}
+_EXPENSIVE = set(_TRANSCENDENTAL) | set(_MATH_BINARY)
 _BINARY = {
     "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/",
     "arith.andi": "&", "arith.ori": "|", "arith.xori": "^",
@@ -234,12 +243,17 @@ class _KernelPrinter:
                 return f"(bool)(({operands[0]} {_WRAPPING[name]} {operands[1]}) & 1)"
             return (f"({c_type})((uint64_t){operands[0]} {_WRAPPING[name]} "
                     f"(uint64_t){operands[1]})")
-        if name == "arith.divsi":
+        if name in ("arith.divsi", "arith.remsi"):
+            # b == 0 fails the kernel (PyTorch raises); INT_MIN / -1 wraps
+            # (and its remainder is 0) rather than trapping.
             self.divides = True
             a, b = operands
             c_type = compute_type(result_type)
-            return (f"({b} == 0 ? (failed = 1, {c_type}(0)) : {b} == -1 ? "
-                    f"({c_type})(0 - (uint64_t){a}) : ({c_type})({a} / {b}))")
+            if name == "arith.divsi":
+                by_minus_one, quotient = f"({c_type})(0 - (uint64_t){a})", f"({c_type})({a} / {b})"
+            else:
+                by_minus_one, quotient = f"{c_type}(0)", f"({c_type})({a} % {b})"
+            return f"({b} == 0 ? (failed = 1, {c_type}(0)) : {b} == -1 ? {by_minus_one} : {quotient})"
         if name == "arith.negf":
             return f"-{operands[0]}"
         if name in ("arith.maximumf", "arith.minimumf"):
@@ -252,8 +266,8 @@ class _KernelPrinter:
             return f"({operands[0]} < 0 ? ({compute_type(result_type)})(0 - (uint64_t){operands[0]}) : {operands[0]})"
         if name in _MATH:
             return f"{_MATH[name]}({operands[0]})"
-        if name == "math.powf":
-            return f"bz_pow({operands[0]}, {operands[1]})"
+        if name in _MATH_BINARY:
+            return f"{_MATH_BINARY[name]}({operands[0]}, {operands[1]})"
         if name == "arith.cmpf":
             predicate = op.attributes["predicate"].value
             if predicate not in _CMPF:

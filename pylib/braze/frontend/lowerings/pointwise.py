@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from braze.dialects import braze as bz
@@ -77,8 +79,94 @@ for _target, _op in [
     (aten.sigmoid.default, bz.SigmoidOp), (aten.relu.default, bz.ReluOp),
     (aten.silu.default, bz.SiluOp), (aten.sqrt.default, bz.SqrtOp),
     (aten.rsqrt.default, bz.RsqrtOp), (aten.erf.default, bz.ErfOp),
+    (aten.expm1.default, bz.Expm1Op), (aten.exp2.default, bz.Exp2Op),
+    (aten.log1p.default, bz.Log1pOp), (aten.log2.default, bz.Log2Op),
+    (aten.sin.default, bz.SinOp), (aten.cos.default, bz.CosOp), (aten.tan.default, bz.TanOp),
+    (aten.asin.default, bz.AsinOp), (aten.acos.default, bz.AcosOp), (aten.atan.default, bz.AtanOp),
+    (aten.sinh.default, bz.SinhOp), (aten.cosh.default, bz.CoshOp),
 ]:
     lowers(_target)(_unary(_op))
+
+lowers(aten.atan2.default)(_binary(bz.Atan2Op))
+lowers(aten.remainder.Tensor, aten.remainder.Scalar, aten.remainder.Scalar_Tensor)(_binary(bz.RemainderOp))
+lowers(aten.fmod.Tensor, aten.fmod.Scalar)(_binary(bz.FmodOp))
+
+
+def _rounding(op_class):
+    """Integers are whole already: torch returns them unchanged."""
+
+    def lower(b, x):
+        dtype = b.out_dtype()
+        x = b.tensor(x, dtype)
+        return op_class(x).result if dtype.is_floating_point else x
+
+    return lower
+
+
+for _target, _op in [(aten.floor.default, bz.FloorOp), (aten.ceil.default, bz.CeilOp),
+                     (aten.trunc.default, bz.TruncOp), (aten.round.default, bz.RoundOp)]:
+    lowers(_target)(_rounding(_op))
+
+
+@lowers(aten.round.decimals)
+def round_decimals(b, x, decimals=0):
+    """torch's formula: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for d < 0
+    (10^|d| rounded to the dtype, as torch does)."""
+    dtype = b.out_dtype()
+    if not dtype.is_floating_point:
+        raise BrazeError(f"round with decimals on {dtype} is not supported")
+    x = b.tensor(x, dtype)
+    scale = b.constant(10.0 ** abs(decimals), dtype)
+    if decimals < 0:
+        return bz.MulOp(bz.RoundOp(bz.DivOp(x, scale).result).result, scale, results=[b.out_type()]).result
+    return bz.DivOp(bz.RoundOp(bz.MulOp(x, scale).result).result, scale, results=[b.out_type()]).result
+
+
+@lowers(aten.sign.default)
+def sign(b, x):
+    dtype = b.out_dtype()
+    x = b.tensor(x, dtype)
+    return x if dtype == torch.bool else bz.SignOp(x).result
+
+
+@lowers(aten.isnan.default)
+def isnan(b, x):
+    # NaN is the one value unequal to itself; an integer never is.
+    return bz.NeOp(x, x, results=[b.out_type()]).result
+
+
+@lowers(aten.isinf.default)
+def isinf(b, x):
+    dtype = dtype_of(x)
+    if not dtype.is_floating_point:  # never infinite: false everywhere, as isnan
+        return isnan(b, x)
+    infinity = b.constant(math.inf, dtype)
+    return bz.EqOp(bz.AbsOp(x).result, infinity, results=[b.out_type()]).result
+
+
+@lowers(aten.leaky_relu.default)
+def leaky_relu(b, x, negative_slope=0.01):
+    """x > 0 ? x : x * negative_slope (NaN stays NaN)."""
+    dtype = b.out_dtype()
+    x = b.tensor(x, dtype)
+    positive = bz.GtOp(x, b.constant(0, dtype)).result
+    scaled = bz.MulOp(x, b.constant(negative_slope, dtype)).result
+    return bz.WhereOp(positive, x, scaled, results=[b.out_type()]).result
+
+
+@lowers(aten.elu.default)
+def elu(b, x, alpha=1.0, scale=1.0, input_scale=1.0):
+    """x > 0 ? scale x : alpha scale expm1(input_scale x), as torch computes it
+    (SELU arrives as this too)."""
+    dtype = b.out_dtype()
+    x = b.tensor(x, dtype)
+
+    def times(value, factor):
+        return value if factor == 1 else bz.MulOp(value, b.constant(factor, dtype)).result
+
+    positive = bz.GtOp(x, b.constant(0, dtype)).result
+    negative = times(bz.Expm1Op(times(x, input_scale)).result, alpha * scale)
+    return bz.WhereOp(positive, times(x, scale), negative, results=[b.out_type()]).result
 
 
 @lowers(aten.div.Tensor_mode, aten.div.Scalar_mode)
