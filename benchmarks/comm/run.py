@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -186,6 +187,9 @@ def main():
     parser.add_argument("--from-json", action="store_true",
                         help="only re-render the table from benchmarks/comm/results.json")
     args = parser.parse_args()
+    # One job secret for the whole run: the stores made here (recovery) and
+    # the ranks spawn_group starts must authenticate with the same one.
+    os.environ.setdefault("BRAZE_COMM_SECRET", secrets.token_hex(32))
     if args.from_json:
         with open(os.path.join(HERE, "results.json")) as f:
             results = json.load(f)

@@ -38,11 +38,12 @@ bool ReadFile(const std::string& path, std::string* value) {
 }
 }  // namespace
 
-Status FileStore::Create(const std::string& dir, std::shared_ptr<Store>* out) {
+Status FileStore::Create(const std::string& dir, const std::string& secret, std::shared_ptr<Store>* out) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return SysError("file store: cannot create directory " + dir);
   auto store = std::shared_ptr<FileStore>(new FileStore());
   store->dir_ = dir;
+  store->secret_ = secret;  // a file store has no sockets; its transports do
   *out = store;
   return Status::Ok();
 }

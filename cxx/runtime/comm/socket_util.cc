@@ -159,6 +159,15 @@ std::string LocalAddress(int fd) {
   return buf;
 }
 
+std::string PeerAddress(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  if (getpeername(fd, (sockaddr*)&addr, &len) != 0) return "an unknown peer";
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &addr.sin_addr, buf, sizeof(buf));
+  return std::string(buf) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+
 void CloseFd(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;

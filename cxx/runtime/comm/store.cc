@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "api.h"
+#include "auth.h"
 
 namespace braze::comm {
 
@@ -15,6 +16,11 @@ bool ParseCounter(const std::string& text, int64_t* value) {
   if (errno != 0 || end == text.c_str() || *end != '\0') return false;
   *value = v;
   return true;
+}
+
+std::string DataAddress(Store& store) {
+  const char* configured = getenv("BRAZE_COMM_ADDR");
+  return configured && *configured ? configured : store.HostAddress();
 }
 
 Status Store::Barrier(const std::string& key, int world, double timeout) {
@@ -36,10 +42,11 @@ using braze::comm::ToC;
 
 extern "C" {
 
-braze_status_t braze_tcp_store_create(const char* host, int port, int is_server,
-                                      double timeout, braze_store_t** out) {
+braze_status_t braze_tcp_store_create(const char* host, int port, int is_server, double timeout,
+                                      const char* secret, size_t secret_len, braze_store_t** out) {
   auto* handle = new braze_store_s;
-  auto s = braze::comm::TcpStore::Create(host, port, is_server != 0, timeout, &handle->store);
+  auto s = braze::comm::TcpStore::Create(host, port, is_server != 0, timeout, std::string(secret, secret_len),
+                                         &handle->store);
   if (!s.ok()) {
     delete handle;
     return ToC(s);
@@ -48,9 +55,10 @@ braze_status_t braze_tcp_store_create(const char* host, int port, int is_server,
   return nullptr;
 }
 
-braze_status_t braze_file_store_create(const char* path, double, braze_store_t** out) {
+braze_status_t braze_file_store_create(const char* path, double, const char* secret, size_t secret_len,
+                                       braze_store_t** out) {
   auto* handle = new braze_store_s;
-  auto s = braze::comm::FileStore::Create(path, &handle->store);
+  auto s = braze::comm::FileStore::Create(path, std::string(secret, secret_len), &handle->store);
   if (!s.ok()) {
     delete handle;
     return ToC(s);
@@ -80,6 +88,8 @@ braze_status_t braze_store_add(braze_store_t* store, const char* key, int64_t de
 }
 
 int braze_store_port(braze_store_t* store) { return store->store->Port(); }
+
+uint64_t braze_comm_rejected_connections(void) { return braze::comm::RejectedConnections(); }
 
 void braze_store_release(braze_store_t* store) { delete store; }
 

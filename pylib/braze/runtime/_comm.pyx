@@ -51,20 +51,22 @@ cdef class NativeStore:
     cdef capi.braze_store_t* handle
 
     @staticmethod
-    def tcp(str host, int port, bint is_server, double timeout):
+    def tcp(str host, int port, bint is_server, double timeout, bytes secret):
         cdef NativeStore s = NativeStore.__new__(NativeStore)
         cdef bytes h = host.encode()
         cdef const char* hp = h
+        cdef const char* sp = secret
+        cdef size_t sn = len(secret)
         cdef capi.braze_status_t st
         with nogil:
-            st = capi.braze_tcp_store_create(hp, port, is_server, timeout, &s.handle)
+            st = capi.braze_tcp_store_create(hp, port, is_server, timeout, sp, sn, &s.handle)
         _check(st)
         return s
 
     @staticmethod
-    def file(str path, double timeout):
+    def file(str path, double timeout, bytes secret):
         cdef NativeStore s = NativeStore.__new__(NativeStore)
-        _check(capi.braze_file_store_create(path.encode(), timeout, &s.handle))
+        _check(capi.braze_file_store_create(path.encode(), timeout, secret, len(secret), &s.handle))
         return s
 
     @property
@@ -96,6 +98,11 @@ cdef class NativeStore:
     def __dealloc__(self):
         if self.handle != NULL:
             capi.braze_store_release(self.handle)
+
+
+def rejected_connections():
+    """Connections this process refused (failed authentication, malformed input)."""
+    return capi.braze_comm_rejected_connections()
 
 
 cdef void _hook_trampoline(void* user, const capi.braze_op_info_t* info) noexcept with gil:
