@@ -295,11 +295,7 @@ void Communicator::EnterAborted(const std::string& reason, const braze_op_info_t
   }
   for (auto& work : pending)
     Finish(work, Error(BRAZE_ABORTED, work->ctx.label + ": communicator aborted (" + reason + ")"));
-  if (!dump_dir_.empty()) {
-    FlightMeta meta{rank_, world_, generation_, backend_, prefix_, reason, missing};
-    std::ofstream(dump_dir_ + "/braze_fr_g" + std::to_string(generation_) + "_rank" + std::to_string(rank_) +
-                  ".json") << recorder_->ToJson(meta);
-  }
+  DumpOnFailure(reason, missing);
   braze_op_info_t info{};
   if (failed_op) {
     info = *failed_op;
@@ -310,6 +306,13 @@ void Communicator::EnterAborted(const std::string& reason, const braze_op_info_t
     info.message = reason.c_str();
   }
   RunHooks(BRAZE_HOOK_ABORT, info);
+}
+
+void Communicator::DumpOnFailure(const std::string& reason, const std::vector<int32_t>& missing) {
+  if (dump_dir_.empty()) return;
+  FlightMeta meta{rank_, world_, generation_, backend_, prefix_, reason, missing};
+  std::ofstream(dump_dir_ + "/braze_fr_g" + std::to_string(generation_) + "_rank" + std::to_string(rank_) + ".json")
+      << recorder_->ToJson(meta);
 }
 
 void Communicator::Abort(const std::string& reason) {
@@ -358,6 +361,12 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
     if (m >= 0 && std::count(members.begin(), members.end(), m) > 1)
       return Error(BRAZE_INVALID_ARGUMENT, "reconfigure: member " + std::to_string(m) + " is listed twice");
   }
+  // The uuid names the store namespace of the new generation; a reused one
+  // would meet the old generation's keys (and its unlinked shm segment).
+  if (!used_uuids_.insert(uuid).second)
+    return Error(BRAZE_INVALID_ARGUMENT, "reconfigure: uuid '" + uuid +
+                                             "' was already used by this communicator; every reconfigure "
+                                             "needs a fresh one");
   int new_rank = (int)(me - members.begin()), new_world = (int)members.size();
   if (!aborted_.load()) Abort("reconfigure to " + FormatRanks(members));
   {
@@ -373,7 +382,17 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
   BRAZE_RETURN_IF_ERROR(store_->Set(prefix + "/members/" + std::to_string(new_rank), mine));
   for (int j = 0; j < new_world; ++j) {
     std::string theirs;
-    BRAZE_RETURN_IF_ERROR(store_->Get(prefix + "/members/" + std::to_string(j), timeout_, &theirs));
+    Status s = store_->Get(prefix + "/members/" + std::to_string(j), timeout_, &theirs);
+    if (!s.ok()) {
+      // A member that died after the failure that led here: name it, and
+      // leave a dump that says so (braze-fr reads the missing ranks).
+      s.message = "reconfigure " + uuid + ": " +
+                  (members[j] >= 0 ? "rank " + std::to_string(members[j]) : "the newcomer") +
+                  " never arrived: " + s.message;
+      if (members[j] >= 0) s.missing_ranks = {members[j]};
+      DumpOnFailure(s.message, s.missing_ranks);
+      return s;
+    }
     bool newcomer = members[j] == -1 && theirs == "join";
     if (theirs != mine && !newcomer)
       return Error(BRAZE_MISMATCH, "reconfigure " + uuid + ": rank " + std::to_string(j) + " proposes members " +
@@ -381,7 +400,14 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
   }
   std::unique_ptr<Transport> transport;
   TransportConfig config{new_rank, new_world, store_, prefix, timeout_};
-  BRAZE_RETURN_IF_ERROR(FindTransport(backend_)(config, &transport));
+  Status s = FindTransport(backend_)(config, &transport);
+  if (!s.ok()) {
+    // The transport names new ranks; the dump and the caller speak old ones.
+    for (int32_t& r : s.missing_ranks) r = r >= 0 && r < new_world ? members[r] : r;
+    s.message = "reconfigure " + uuid + ": " + s.message;
+    DumpOnFailure(s.message, s.missing_ranks);
+    return s;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   transport_ = std::move(transport);
   rank_ = new_rank;
