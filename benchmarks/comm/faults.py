@@ -1,6 +1,6 @@
 """Fault-injection campaign for braze.comm:
 
-    python benchmarks/comm/faults.py [--trials 300] [--seed 18] [--results benchmarks/RESULTS.md]
+    python benchmarks/comm/faults.py [--trials 300] [--seed 18] [--results benchmarks/RESULTS.md] [--from-log]
 
 Every trial starts a group of 2-4 ranks (shm or tcp) that runs one kind of op
 (fault_ops.OPS: every collective, send/recv, uneven all_to_all, window puts,
@@ -22,6 +22,7 @@ and no survivor may hold more descriptors than when it started. Writes the
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import secrets
@@ -79,8 +80,9 @@ def inject(plan, comm, stamp):
     """Starts the victim's fault; returns a thread to join (or None)."""
     fault, delay = plan["fault"], plan["delay_s"]
     if fault == "stop":
-        # Another process: a stopped rank cannot continue itself.
-        late = TIMEOUT + GRACE + 1.0
+        # Another process: a stopped rank cannot continue itself. It comes
+        # back well after its op's deadline, when the survivors have moved on.
+        late = 2 * TIMEOUT + 2.0
         subprocess.Popen(["sh", "-c", f"sleep {delay:.6f}; date +%s.%N > {stamp}; kill -STOP {os.getpid()}; "
                                       f"sleep {late}; kill -CONT {os.getpid()}"])
         return None
@@ -263,16 +265,30 @@ def main():
     parser.add_argument("--trials", type=int, default=300)
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--results", default=os.path.join(HERE, "..", "RESULTS.md"))
+    parser.add_argument("--log", default=os.path.join(HERE, "faults.jsonl"),
+                        help="one JSON line per trial, written as the campaign goes")
+    parser.add_argument("--from-log", action="store_true",
+                        help="only render the results section from --log (e.g. of a campaign cut short)")
     args = parser.parse_args()
+    command = f"python benchmarks/comm/faults.py --trials {args.trials} --seed {args.seed}"
+    if args.from_log:
+        with open(args.log) as f:
+            logged = [json.loads(line) for line in f]
+        write_section(args.results, markdown(logged, command, sum(r["seconds"] for r in logged)), SECTION)
+        return
     os.environ.setdefault("BRAZE_COMM_SECRET", secrets.token_hex(32))
     rng = random.Random(args.seed)
     results, start = [], time.monotonic()
-    for t in range(args.trials):
-        r = run_trial(random_plan(rng))
-        results.append(r)
-        print(f"[{t + 1}/{args.trials}] {r['backend']} x{r['world']} {r['fault']} {r['op']} {r['point']}: "
-              f"{r['outcome']} {'; '.join(r['problems'])[:200]}", flush=True)
-    command = f"python benchmarks/comm/faults.py --trials {args.trials} --seed {args.seed}"
+    with open(args.log, "w") as log:
+        for t in range(args.trials):
+            began = time.monotonic()
+            r = run_trial(random_plan(rng))
+            r["seconds"] = time.monotonic() - began
+            results.append(r)
+            log.write(json.dumps(r) + "\n")
+            log.flush()
+            print(f"[{t + 1}/{args.trials}] {r['backend']} x{r['world']} {r['fault']} {r['op']} {r['point']}: "
+                  f"{r['outcome']} {'; '.join(r['problems'])[:200]}", flush=True)
     section = markdown(results, command, time.monotonic() - start)
     write_section(args.results, section, SECTION)
     print(section)

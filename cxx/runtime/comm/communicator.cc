@@ -11,6 +11,9 @@ namespace {
 // The watchdog steps in only when a transport fails to honour its own
 // deadline (it should never need to): this long after it.
 constexpr double kWatchdogGraceSeconds = 2.0;
+// A rank that runs again this long after its op's deadline was not running
+// (stopped, or starved of CPU): longer than the watchdog's grace plus a poll.
+constexpr double kStalledSeconds = 2.5;
 
 bool IsP2p(braze_op_kind_t op) { return op == BRAZE_OP_SEND || op == BRAZE_OP_RECV; }
 }  // namespace
@@ -238,6 +241,15 @@ void Communicator::Execute(const std::shared_ptr<Work>& work) {
                                         " s (watchdog); ranks " + FormatRanks(watchdog_missing_) +
                                         " had not arrived", watchdog_missing_);
   }
+  // A rank that comes back long after its op's deadline is the one its
+  // peers gave up on, whatever it finds now (their closed connections, its
+  // own timeout): it names itself, so the flight recorders agree on it.
+  double late = std::chrono::duration<double>(Clock::now() - work->ctx.deadline).count();
+  if ((status.code == BRAZE_TIMEOUT || status.code == BRAZE_RANK_FAILED) && late > kStalledSeconds)
+    status = Error(BRAZE_TIMEOUT, work->ctx.label + ": this rank stalled: it ran again " + std::to_string(late) +
+                                      " s after the op's deadline (stopped, or starved of CPU), so its peers gave "
+                                      "up on it (" + status.message + ")",
+                   {(int32_t)rank_});
   // A timeout or a lost peer leaves the transport mid-protocol: nothing
   // after it can be trusted until the group is rebuilt.
   if (status.code == BRAZE_TIMEOUT || status.code == BRAZE_RANK_FAILED || status.code == BRAZE_INTERNAL ||

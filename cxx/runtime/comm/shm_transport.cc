@@ -109,7 +109,12 @@ class ShmTransport final : public TransportBase {
       p2p_bytes_ = layout.p2p_bytes;
     } else {
       std::string meta;
-      BRAZE_RETURN_IF_ERROR(cfg_.store->Get(key, cfg_.timeout, &meta));
+      Status s = cfg_.store->Get(key, cfg_.timeout, &meta);
+      if (!s.ok()) {
+        s.message = "shm backend: waiting for rank 0's segment: " + s.message;
+        s.missing_ranks = {0};
+        return s;
+      }
       char name[256];
       unsigned long long slot = 0, p2p = 0;
       if (sscanf(meta.c_str(), "%255s %llu %llu", name, &slot, &p2p) != 3)
@@ -127,7 +132,7 @@ class ShmTransport final : public TransportBase {
     p2p_ = segment_.data() + layout.p2p_off;
     ranks_[cfg_.rank].pid = getpid();
     // Once every rank has mapped it, the name can go: nothing leaks on a crash.
-    Status s = cfg_.store->Barrier(cfg_.prefix + "/shm/mapped", cfg_.world, cfg_.timeout);
+    Status s = cfg_.store->Barrier(cfg_.prefix + "/shm/mapped", cfg_.rank, cfg_.world, cfg_.timeout);
     segment_.Unlink();
     return s;
   }

@@ -23,15 +23,20 @@ std::string DataAddress(Store& store) {
   return configured && *configured ? configured : store.HostAddress();
 }
 
-Status Store::Barrier(const std::string& key, int world, double timeout) {
+Status Store::Barrier(const std::string& key, int rank, int world, double timeout) {
+  BRAZE_RETURN_IF_ERROR(Set(key + "/" + std::to_string(rank), "1"));  // names the arrivals
   int64_t arrived = 0;
   BRAZE_RETURN_IF_ERROR(Add(key + "/count", 1, &arrived));
   if (arrived == world) return Set(key + "/done", "1");
   std::string ignored;
   Status s = Get(key + "/done", timeout, &ignored);
-  if (!s.ok() && s.code == BRAZE_TIMEOUT)
-    s.message = "store barrier '" + key + "' timed out: " + std::to_string(arrived) + " of " +
-                std::to_string(world) + " arrived when this rank did";
+  if (s.code != BRAZE_TIMEOUT) return s;
+  // Who never came (died, or hangs): a short look for each one's key.
+  s.missing_ranks.clear();
+  for (int j = 0; j < world; ++j)
+    if (!Get(key + "/" + std::to_string(j), 0.001, &ignored).ok()) s.missing_ranks.push_back(j);
+  s.message = "store barrier '" + key + "' timed out after " + std::to_string(timeout) + " s: ranks " +
+              FormatRanks(s.missing_ranks) + " never arrived";
   return s;
 }
 

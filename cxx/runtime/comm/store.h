@@ -27,9 +27,10 @@ class Store {
   // none was configured: the handshake still runs, with an empty key).
   const std::string& secret() const { return secret_; }
 
-  // Every one of `world` participants calls this with the same key; returns
-  // once all have. The last arrival publishes a "done" key the others wait on.
-  Status Barrier(const std::string& key, int world, double timeout);
+  // Every one of `world` participants (0 .. world-1; this is `rank`) calls
+  // this with the same key; returns once all have. The last arrival publishes
+  // a "done" key the others wait on; a timeout names who never arrived.
+  Status Barrier(const std::string& key, int rank, int world, double timeout);
 
  protected:
   std::string secret_;

@@ -57,7 +57,7 @@ class Window {
       peers_[j].host = host;
       peers_[j].size = size;
     }
-    return store.Barrier(key + "ready", comm.world(), timeout_);
+    return store.Barrier(key + "ready", rank_, comm.world(), timeout_);
   }
 
   ~Window() {
