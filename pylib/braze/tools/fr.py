@@ -26,8 +26,17 @@ def load_dumps(paths):
     return dumps
 
 
+# A dump written this long after the first one of its generation comes from a
+# rank that ran again after the others had given up on it (it was stopped or
+# starved): what it blames is hindsight, so it does not vote.
+LATE_DUMP_S = 2.0
+
+
 def _signature(entry):
-    return (entry["op"], entry["in_count"], entry["dtype"])
+    # Uneven all_to_all sends different amounts from every rank: as in the
+    # runtime's header check, only the op and the dtype must agree.
+    count = None if entry["op"] == "all_to_all_single" else entry["in_count"]
+    return (entry["op"], count, entry["dtype"])
 
 
 def analyze(dumps):
@@ -42,7 +51,9 @@ def analyze(dumps):
     # Whom the dumps blame. When survivors blame each other (one aborted and
     # closed its sockets first), a rank that left no dump is the one; when
     # every rank dumped (a dying rank can still write one), the majority wins.
-    votes = collections.Counter(r for d in dumps.values() for r in set(d.get("missing_ranks", [])))
+    first_dump = min(d.get("dumped_at", 0) for d in dumps.values())
+    voters = [d for d in dumps.values() if d.get("dumped_at", 0) - first_dump <= LATE_DUMP_S]
+    votes = collections.Counter(r for d in voters for r in set(d.get("missing_ranks", [])))
     if absent:
         reported_missing = sorted(set(votes) - set(dumps))
     else:
@@ -68,7 +79,7 @@ def analyze(dumps):
             for sig, rs in groups.items():
                 if rs is not majority:
                     findings.append(("diverged", sorted(rs),
-                                     f"seq {seq}: rank(s) {sorted(rs)} ran {sig[0]} ({sig[1]} x {sig[2]}) while "
+                                     f"seq {seq}: rank(s) {sorted(rs)} ran {sig[0]} ({ranks[rs[0]]['in_count']} x {sig[2]}) while "
                                      f"rank(s) {sorted(majority)} ran "
                                      f"{ranks[majority[0]]['op']} ({ranks[majority[0]]['in_count']} x "
                                      f"{ranks[majority[0]]['dtype']})"))

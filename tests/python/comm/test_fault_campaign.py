@@ -13,6 +13,7 @@ TRIALS = [
     # backend, world, fault, op, victim, point
     ("shm", 3, "kill", "all_reduce", 1, "inside"),
     ("tcp", 4, "kill", "all_to_all_uneven", 2, "inside"),
+    ("shm", 3, "kill", "all_to_all_uneven", 2, "before"),
     ("tcp", 3, "kill", "reconfigure", 1, "inside"),
     ("shm", 2, "kill", "window_put", 0, "inside"),
     ("shm", 3, "kill", "reduce_scatter", 2, "between"),
