@@ -26,9 +26,10 @@ def load_dumps(paths):
     return dumps
 
 
-# A dump written this long after the first one of its generation comes from a
-# rank that ran again after the others had given up on it (it was stopped or
-# starved): what it blames is hindsight, so it does not vote.
+# A dump that blames someone this long after the first such dump of its
+# generation comes from a rank that ran again after the others had given up
+# on it (it was stopped or starved): what it blames is hindsight, so it does
+# not vote.
 LATE_DUMP_S = 2.0
 
 
@@ -51,9 +52,10 @@ def analyze(dumps):
     # Whom the dumps blame. When survivors blame each other (one aborted and
     # closed its sockets first), a rank that left no dump is the one; when
     # every rank dumped (a dying rank can still write one), the majority wins.
-    first_dump = min(d.get("dumped_at", 0) for d in dumps.values())
-    voters = [d for d in dumps.values() if d.get("dumped_at", 0) - first_dump <= LATE_DUMP_S]
-    votes = collections.Counter(r for d in voters for r in set(d.get("missing_ranks", [])))
+    accusers = [d for d in dumps.values() if d.get("missing_ranks")]
+    first = min((d.get("dumped_at", 0) for d in accusers), default=0)
+    votes = collections.Counter(r for d in accusers if d.get("dumped_at", 0) - first <= LATE_DUMP_S
+                                for r in set(d["missing_ranks"]))
     if absent:
         reported_missing = sorted(set(votes) - set(dumps))
     else:

@@ -40,3 +40,12 @@ def test_simultaneous_dumps_that_blame_each_other_name_both(tmp_path):
     _dump(tmp_path, 0, 2, 100.0, [1], [_entry(3, "all_reduce", 8)])
     _dump(tmp_path, 1, 2, 100.5, [0], [_entry(3, "all_reduce", 8)])
     assert _culprits(tmp_path) == [0, 1]
+
+
+def test_dumps_that_blame_no_one_do_not_start_the_clock(tmp_path):
+    """Every rank dumped when a planned reconfigure aborted the group (blaming
+    no one); rank 1 then died, and the others named it 3 s later."""
+    _dump(tmp_path, 1, 3, 100.0, [], [_entry(0, "all_reduce", 8, "completed")])
+    for rank in (0, 2):
+        _dump(tmp_path, rank, 3, 103.0, [1], [_entry(0, "all_reduce", 8, "completed")])
+    assert _culprits(tmp_path) == [1]
