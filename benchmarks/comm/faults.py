@@ -111,6 +111,8 @@ def trial_rank(comm, rank, world, plan, tmp):
     import braze.comm as bc
 
     fds_before = fd_count()
+    with open(os.path.join(tmp, f"pid.{rank}"), "w") as f:
+        f.write(str(os.getpid()))  # shm segment names carry their creator's pid
     victim, stamp = plan["victim"], os.path.join(tmp, "fault_time")
     win = comm.new_window(np.zeros(fault_ops.WINDOW_ELEMENTS, np.float32)) if plan["op"] == "window_put" else None
     wrong, error, failed_at, injector = [], None, None, None
@@ -204,7 +206,9 @@ def run_trial(plan) -> dict:
         result["culprit"] = culprits == [victim]
         if not result["culprit"]:
             result["problems"].append(f"braze-fr named {culprits}, not rank {victim}")
-    leaked = shm_segments() - segments_before
+    # Other jobs on the machine create segments too: only this trial's count.
+    pids = {open(os.path.join(tmp, name)).read() for name in os.listdir(tmp) if name.startswith("pid.")}
+    leaked = {seg for seg in shm_segments() - segments_before if seg.split("-")[2] in pids}
     if leaked:
         result["problems"].append(f"/dev/shm segments left: {sorted(leaked)}")
     if result["problems"]:

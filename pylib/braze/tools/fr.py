@@ -48,14 +48,20 @@ def analyze(dumps):
     dumps = {d["rank"]: d for d in dumps if d["generation"] == generation}
     world = max(d["world_size"] for d in dumps.values())
     findings = []
+    # Ranks that blamed others long after the first accusation ran again after
+    # the others had given up on them: set their dumps aside (as if they had
+    # left none) and name them.
+    first = min((d.get("dumped_at", 0) for d in dumps.values() if d.get("missing_ranks")), default=0)
+    late = sorted(r for r, d in dumps.items() if d.get("missing_ranks") and d.get("dumped_at", 0) - first > LATE_DUMP_S)
+    if late:
+        findings.append(("late", late, f"rank(s) {late} failed more than {LATE_DUMP_S:g} s after the others had "
+                                       "given up on them (stopped or starved)"))
+        dumps = {r: d for r, d in dumps.items() if r not in late}
     absent = [r for r in range(world) if r not in dumps]
     # Whom the dumps blame. When survivors blame each other (one aborted and
     # closed its sockets first), a rank that left no dump is the one; when
     # every rank dumped (a dying rank can still write one), the majority wins.
-    accusers = [d for d in dumps.values() if d.get("missing_ranks")]
-    first = min((d.get("dumped_at", 0) for d in accusers), default=0)
-    votes = collections.Counter(r for d in accusers if d.get("dumped_at", 0) - first <= LATE_DUMP_S
-                                for r in set(d["missing_ranks"]))
+    votes = collections.Counter(r for d in dumps.values() for r in set(d.get("missing_ranks", [])))
     if absent:
         reported_missing = sorted(set(votes) - set(dumps))
     else:
@@ -97,7 +103,8 @@ def analyze(dumps):
                              f"joined; rank(s) {stuck} were waiting in it"))
             break
     for r in absent:
-        findings.append(("no_dump", [r], f"rank {r}: no dump (the process died or never dumped)"))
+        if r not in late:
+            findings.append(("no_dump", [r], f"rank {r}: no dump (the process died or never dumped)"))
     if reported_missing:
         findings.append(("reported_missing", reported_missing,
                          f"survivors report rank(s) {reported_missing} as not arrived or failed"))
