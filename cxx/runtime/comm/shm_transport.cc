@@ -90,8 +90,12 @@ class ShmTransport final : public TransportBase {
                                                std::to_string(kMaxRanks) + " ranks");
     unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
     bool oversubscribed = (unsigned)cfg_.world > cpus;
-    spin_iters_ = oversubscribed ? 64 : 20000;
-    yield_us_ = (int64_t)EnvBytes("BRAZE_SHM_YIELD_US", oversubscribed ? 2000 : 0);
+    // Spin a few tens of microseconds (a peer that is running arrives well
+    // within that), then yield: on a machine busy with other work the peer
+    // may be waiting for this very core, and a long spin (it was ~0.7 ms)
+    // made every small op cost that much under load.
+    spin_iters_ = oversubscribed ? 64 : 2000;
+    yield_us_ = (int64_t)EnvBytes("BRAZE_SHM_YIELD_US", 2000);
     std::string key = cfg_.prefix + "/shm/segment";
     if (cfg_.rank == 0) {
       // world^2 send/recv channels: shrink them for big groups (tmpfs only

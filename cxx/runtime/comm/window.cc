@@ -192,7 +192,7 @@ class Window {
   }
 
   // Reads from a readable client; false drops it.
-  bool Serve(Client& c) {
+  bool ServeClient(Client& c) {
     std::string why;
     bool keep;
     if (c.auth) {
@@ -229,7 +229,7 @@ class Window {
         Client& c = clients_[k - 2];
         bool expired = c.auth && c.auth->Expired();
         if (expired) ReportRejected(Where(), c.peer, "no answer to the authentication challenge");
-        if (!expired && (!fds[k].revents || Serve(c))) alive.push_back(std::move(c));
+        if (!expired && (!fds[k].revents || ServeClient(c))) alive.push_back(std::move(c));
         else CloseFd(c.fd);
       }
       clients_.swap(alive);
