@@ -5,7 +5,8 @@ setup, every connection's authentication handshake):
 
 Each rank creates and closes `repeats` communicators under fresh group
 names; prints the median creation time of the slowest rank per backend and
-world size. Runs unchanged against a braze without authentication, which is
+world size, and the median time to open one TCP store client (one
+connection: what a rank pays per peer it connects to). Runs unchanged against a braze without authentication, which is
 how the handshake's cost is measured (the same script, two builds)."""
 
 from __future__ import annotations
@@ -26,11 +27,26 @@ def create_many(comm, rank, world, backend, repeats):
         start = time.perf_counter()
         inner = bc.new_comm(backend, rank, world, comm.store, timeout=30.0, group=f"rv-{backend}-{k}")
         inner.barrier()  # every rank has its connections
-        elapsed = np.array([time.perf_counter() - start], np.float64)
+        elapsed = np.array([time.perf_counter() - start], np.float32)
         inner.close()
         comm.all_reduce(elapsed, op="max")  # the slowest rank's time
         times.append(float(elapsed[0]))
     return sorted(times)[len(times) // 2] * 1e3
+
+
+def store_connect_us(repeats=500):
+    """Median time to open a TCP store client (connect and, where the build
+    has it, the authentication handshake) to a server in this process."""
+    import braze.comm as bc
+
+    server = bc.TCPStore("127.0.0.1", 0, True)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        client = bc.TCPStore("127.0.0.1", server.port, False)
+        times.append(time.perf_counter() - start)
+        del client
+    return sorted(times)[len(times) // 2] * 1e6
 
 
 def main():
@@ -39,7 +55,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
-    out = {}
+    out = {"store_connect_us": round(store_connect_us(), 1)}
+    print(f"store client connect: median {out['store_connect_us']} us", flush=True)
     for backend in ("shm", "tcp"):
         for world in (2, 4):
             ms = spawn_group(create_many, world, "shm", args=(backend, args.repeats), deadline=600)[0]
