@@ -1,7 +1,6 @@
 #include "communicator.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include "reduce.h"
 
@@ -323,8 +322,10 @@ void Communicator::EnterAborted(const std::string& reason, const braze_op_info_t
 void Communicator::DumpOnFailure(const std::string& reason, const std::vector<int32_t>& missing) {
   if (dump_dir_.empty()) return;
   FlightMeta meta{rank_, world_, generation_, backend_, prefix_, reason, missing};
-  std::ofstream(dump_dir_ + "/braze_fr_g" + std::to_string(generation_) + "_rank" + std::to_string(rank_) + ".json")
-      << recorder_->ToJson(meta);
+  // Atomically: a rank killed while dumping leaves no half-written file.
+  (void)WriteFileAtomically(dump_dir_ + "/braze_fr_g" + std::to_string(generation_) + "_rank" +
+                                std::to_string(rank_) + ".json",
+                            recorder_->ToJson(meta));
 }
 
 void Communicator::Abort(const std::string& reason) {
@@ -449,10 +450,9 @@ Status Communicator::DumpFlightRecorder(const std::string& path, const std::stri
     if (dump_dir_.empty()) return Error(BRAZE_INVALID_ARGUMENT, "flight_recorder_dump: no path and no dump_dir");
     target = dump_dir_ + "/braze_fr_g" + std::to_string(generation_) + "_rank" + std::to_string(rank_) + ".json";
   }
-  std::ofstream f(target);
-  if (!f) return SysError("flight_recorder_dump: cannot write " + target);
-  f << FlightJson(reason);
-  return Status::Ok();
+  Status s = WriteFileAtomically(target, FlightJson(reason));
+  if (!s.ok()) s.message = "flight_recorder_dump: " + s.message;
+  return s;
 }
 
 }  // namespace braze::comm

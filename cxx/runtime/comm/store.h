@@ -41,6 +41,10 @@ class Store {
 // store from -- the rendezvous interface, never every interface.
 std::string DataAddress(Store& store);
 
+// Writes a file through a temporary and a rename: a reader (or a process
+// killed while writing) never leaves half of it behind.
+Status WriteFileAtomically(const std::string& path, const std::string& value);
+
 // Parses a counter stored as decimal text; false for anything else.
 bool ParseCounter(const std::string& text, int64_t* value);
 

@@ -21,8 +21,11 @@ def load_dumps(paths):
         p = Path(p)
         files = sorted(p.glob("braze_fr_*.json")) if p.is_dir() else [p]
         for f in files:
-            with open(f) as fh:
-                dumps.append(json.load(fh))
+            try:
+                with open(f) as fh:
+                    dumps.append(json.load(fh))
+            except (OSError, ValueError) as exc:  # e.g. written by an older braze as its rank was killed
+                print(f"braze-fr: skipping unreadable dump {f}: {exc}", file=sys.stderr)
     return dumps
 
 

@@ -49,3 +49,10 @@ def test_dumps_that_blame_no_one_do_not_start_the_clock(tmp_path):
     for rank in (0, 2):
         _dump(tmp_path, rank, 3, 103.0, [1], [_entry(0, "all_reduce", 8, "completed")])
     assert _culprits(tmp_path) == [1]
+
+
+def test_an_unreadable_dump_is_skipped(tmp_path, capsys):
+    (tmp_path / "braze_fr_g0_rank1.json").write_text("")  # a rank killed while writing
+    _dump(tmp_path, 0, 2, 100.0, [1], [_entry(0, "all_reduce", 8)])
+    assert _culprits(tmp_path) == [1]
+    assert "skipping unreadable dump" in capsys.readouterr().err
