@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -25,9 +26,12 @@ sys.path.insert(0, HERE)
 
 import collectives  # noqa: E402
 import recovery  # noqa: E402
+from results_md import write_section  # noqa: E402
 import rivals  # noqa: E402
 
 from braze.comm.launch import spawn_group  # noqa: E402
+
+SECTION = "## Communication"
 
 
 def sweep(backend, world, sizes):
@@ -168,14 +172,6 @@ def targets(results):
     return lines
 
 
-def write_section(path, section):
-    text = open(path).read() if os.path.exists(path) else "# Benchmark results\n\n"
-    pattern = re.compile(r"^## Communication\n.*?(?=^## |\Z)", re.S | re.M)
-    text = pattern.sub(lambda _: section + "\n", text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer sizes (4 KB, 1 MB, 16 MB)")
@@ -186,10 +182,13 @@ def main():
     parser.add_argument("--from-json", action="store_true",
                         help="only re-render the table from benchmarks/comm/results.json")
     args = parser.parse_args()
+    # One job secret for the whole run: the stores made here (recovery) and
+    # the ranks spawn_group starts must authenticate with the same one.
+    os.environ.setdefault("BRAZE_COMM_SECRET", secrets.token_hex(32))
     if args.from_json:
         with open(os.path.join(HERE, "results.json")) as f:
             results = json.load(f)
-        write_section(args.results, markdown(results, results.get("command", "python benchmarks/comm/run.py")))
+        write_section(args.results, markdown(results, results.get("command", "python benchmarks/comm/run.py")), SECTION)
         return
     sizes = [4 << 10, 1 << 20, 16 << 20] if args.quick else collectives.SIZES
     results = {"date": time.strftime("%Y-%m-%d"), "sizes": sizes, "sweeps": {}, "recovery": {}, "notes": [],
@@ -227,7 +226,7 @@ def main():
     with open(os.path.join(HERE, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     section = markdown(results, command)
-    write_section(args.results, section)
+    write_section(args.results, section, SECTION)
     print(section)
 
 

@@ -42,9 +42,14 @@ void braze_status_free(braze_status_t status);
  *--------------------------------------------------------------------------*/
 typedef struct braze_store_s braze_store_t;
 
+/* `secret` (secret_len bytes, may be empty) is the job secret every
+ * connection made through this store authenticates with: the store's own
+ * and those of the transports and windows rendezvousing on it. */
 braze_status_t braze_tcp_store_create(const char* host, int port, int is_server,
-                                      double timeout, braze_store_t** out);
+                                      double timeout, const char* secret,
+                                      size_t secret_len, braze_store_t** out);
 braze_status_t braze_file_store_create(const char* path, double timeout,
+                                       const char* secret, size_t secret_len,
                                        braze_store_t** out);
 braze_status_t braze_store_set(braze_store_t* store, const char* key,
                                const void* value, size_t n);
@@ -56,6 +61,9 @@ braze_status_t braze_store_add(braze_store_t* store, const char* key,
 /* The port a TCP store server listens on (useful with port 0), else -1. */
 int braze_store_port(braze_store_t* store);
 void braze_store_release(braze_store_t* store);
+/* Connections this process refused (failed authentication, malformed
+ * requests): each is also logged to stderr with the peer's address. */
+uint64_t braze_comm_rejected_connections(void);
 
 /*----------------------------------------------------------------------------
  * Communicators and operations

@@ -1,7 +1,6 @@
 #include "communicator.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include "reduce.h"
 
@@ -11,6 +10,9 @@ namespace {
 // The watchdog steps in only when a transport fails to honour its own
 // deadline (it should never need to): this long after it.
 constexpr double kWatchdogGraceSeconds = 2.0;
+// A rank that runs again this long after its op's deadline was not running
+// (stopped, or starved of CPU): longer than the watchdog's grace plus a poll.
+constexpr double kStalledSeconds = 2.5;
 
 bool IsP2p(braze_op_kind_t op) { return op == BRAZE_OP_SEND || op == BRAZE_OP_RECV; }
 }  // namespace
@@ -238,6 +240,15 @@ void Communicator::Execute(const std::shared_ptr<Work>& work) {
                                         " s (watchdog); ranks " + FormatRanks(watchdog_missing_) +
                                         " had not arrived", watchdog_missing_);
   }
+  // A rank that comes back long after its op's deadline is the one its
+  // peers gave up on, whatever it finds now (their closed connections, its
+  // own timeout): it names itself, so the flight recorders agree on it.
+  double late = std::chrono::duration<double>(Clock::now() - work->ctx.deadline).count();
+  if ((status.code == BRAZE_TIMEOUT || status.code == BRAZE_RANK_FAILED) && late > kStalledSeconds)
+    status = Error(BRAZE_TIMEOUT, work->ctx.label + ": this rank stalled: it ran again " + std::to_string(late) +
+                                      " s after the op's deadline (stopped, or starved of CPU), so its peers gave "
+                                      "up on it (" + status.message + ")",
+                   {(int32_t)rank_});
   // A timeout or a lost peer leaves the transport mid-protocol: nothing
   // after it can be trusted until the group is rebuilt.
   if (status.code == BRAZE_TIMEOUT || status.code == BRAZE_RANK_FAILED || status.code == BRAZE_INTERNAL ||
@@ -295,11 +306,7 @@ void Communicator::EnterAborted(const std::string& reason, const braze_op_info_t
   }
   for (auto& work : pending)
     Finish(work, Error(BRAZE_ABORTED, work->ctx.label + ": communicator aborted (" + reason + ")"));
-  if (!dump_dir_.empty()) {
-    FlightMeta meta{rank_, world_, generation_, backend_, prefix_, reason, missing};
-    std::ofstream(dump_dir_ + "/braze_fr_g" + std::to_string(generation_) + "_rank" + std::to_string(rank_) +
-                  ".json") << recorder_->ToJson(meta);
-  }
+  DumpOnFailure(reason, missing);
   braze_op_info_t info{};
   if (failed_op) {
     info = *failed_op;
@@ -310,6 +317,15 @@ void Communicator::EnterAborted(const std::string& reason, const braze_op_info_t
     info.message = reason.c_str();
   }
   RunHooks(BRAZE_HOOK_ABORT, info);
+}
+
+void Communicator::DumpOnFailure(const std::string& reason, const std::vector<int32_t>& missing) {
+  if (dump_dir_.empty()) return;
+  FlightMeta meta{rank_, world_, generation_, backend_, prefix_, reason, missing};
+  // Atomically: a rank killed while dumping leaves no half-written file.
+  (void)WriteFileAtomically(dump_dir_ + "/braze_fr_g" + std::to_string(generation_) + "_rank" +
+                                std::to_string(rank_) + ".json",
+                            recorder_->ToJson(meta));
 }
 
 void Communicator::Abort(const std::string& reason) {
@@ -358,6 +374,12 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
     if (m >= 0 && std::count(members.begin(), members.end(), m) > 1)
       return Error(BRAZE_INVALID_ARGUMENT, "reconfigure: member " + std::to_string(m) + " is listed twice");
   }
+  // The uuid names the store namespace of the new generation; a reused one
+  // would meet the old generation's keys (and its unlinked shm segment).
+  if (!used_uuids_.insert(uuid).second)
+    return Error(BRAZE_INVALID_ARGUMENT, "reconfigure: uuid '" + uuid +
+                                             "' was already used by this communicator; every reconfigure "
+                                             "needs a fresh one");
   int new_rank = (int)(me - members.begin()), new_world = (int)members.size();
   if (!aborted_.load()) Abort("reconfigure to " + FormatRanks(members));
   {
@@ -373,7 +395,17 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
   BRAZE_RETURN_IF_ERROR(store_->Set(prefix + "/members/" + std::to_string(new_rank), mine));
   for (int j = 0; j < new_world; ++j) {
     std::string theirs;
-    BRAZE_RETURN_IF_ERROR(store_->Get(prefix + "/members/" + std::to_string(j), timeout_, &theirs));
+    Status s = store_->Get(prefix + "/members/" + std::to_string(j), timeout_, &theirs);
+    if (!s.ok()) {
+      // A member that died after the failure that led here: name it, and
+      // leave a dump that says so (braze-fr reads the missing ranks).
+      s.message = "reconfigure " + uuid + ": " +
+                  (members[j] >= 0 ? "rank " + std::to_string(members[j]) : "the newcomer") +
+                  " never arrived: " + s.message;
+      if (members[j] >= 0) s.missing_ranks = {members[j]};
+      DumpOnFailure(s.message, s.missing_ranks);
+      return s;
+    }
     bool newcomer = members[j] == -1 && theirs == "join";
     if (theirs != mine && !newcomer)
       return Error(BRAZE_MISMATCH, "reconfigure " + uuid + ": rank " + std::to_string(j) + " proposes members " +
@@ -381,7 +413,14 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
   }
   std::unique_ptr<Transport> transport;
   TransportConfig config{new_rank, new_world, store_, prefix, timeout_};
-  BRAZE_RETURN_IF_ERROR(FindTransport(backend_)(config, &transport));
+  Status s = FindTransport(backend_)(config, &transport);
+  if (!s.ok()) {
+    // The transport names new ranks; the dump and the caller speak old ones.
+    for (int32_t& r : s.missing_ranks) r = r >= 0 && r < new_world ? members[r] : r;
+    s.message = "reconfigure " + uuid + ": " + s.message;
+    DumpOnFailure(s.message, s.missing_ranks);
+    return s;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   transport_ = std::move(transport);
   rank_ = new_rank;
@@ -411,10 +450,9 @@ Status Communicator::DumpFlightRecorder(const std::string& path, const std::stri
     if (dump_dir_.empty()) return Error(BRAZE_INVALID_ARGUMENT, "flight_recorder_dump: no path and no dump_dir");
     target = dump_dir_ + "/braze_fr_g" + std::to_string(generation_) + "_rank" + std::to_string(rank_) + ".json";
   }
-  std::ofstream f(target);
-  if (!f) return SysError("flight_recorder_dump: cannot write " + target);
-  f << FlightJson(reason);
-  return Status::Ok();
+  Status s = WriteFileAtomically(target, FlightJson(reason));
+  if (!s.ok()) s.message = "flight_recorder_dump: " + s.message;
+  return s;
 }
 
 }  // namespace braze::comm

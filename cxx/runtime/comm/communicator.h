@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "flight_recorder.h"
@@ -62,10 +63,13 @@ class Communicator {
   // Marks the communicator aborted, fails queued work, dumps, runs hooks.
   void EnterAborted(const std::string& reason, const braze_op_info_t* failed_op,
                     const std::vector<int32_t>& missing);
+  // Writes the flight recorder under dump_dir (if set) for a failure.
+  void DumpOnFailure(const std::string& reason, const std::vector<int32_t>& missing);
   void RunHooks(braze_hook_kind_t kind, const braze_op_info_t& info);
   braze_op_info_t InfoOf(const Work& work, double duration, const Status& status) const;
 
   std::string backend_, group_, prefix_, dump_dir_, abort_reason_;
+  std::set<std::string> used_uuids_;
   int rank_ = 0, world_ = 1, generation_ = 0;
   double timeout_ = 30.0;
   std::shared_ptr<Store> store_;

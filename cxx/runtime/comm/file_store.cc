@@ -15,19 +15,19 @@
 
 namespace braze::comm {
 
-namespace {
-Status WriteFile(const std::string& path, const std::string& value) {
+Status WriteFileAtomically(const std::string& path, const std::string& value) {
   std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
                     std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return SysError("file store: cannot write " + tmp);
+    if (!f) return SysError("cannot write " + tmp);
     f.write(value.data(), value.size());
   }
-  if (rename(tmp.c_str(), path.c_str()) != 0) return SysError("file store: rename to " + path);
+  if (rename(tmp.c_str(), path.c_str()) != 0) return SysError("rename to " + path);
   return Status::Ok();
 }
 
+namespace {
 bool ReadFile(const std::string& path, std::string* value) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
@@ -38,11 +38,12 @@ bool ReadFile(const std::string& path, std::string* value) {
 }
 }  // namespace
 
-Status FileStore::Create(const std::string& dir, std::shared_ptr<Store>* out) {
+Status FileStore::Create(const std::string& dir, const std::string& secret, std::shared_ptr<Store>* out) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return SysError("file store: cannot create directory " + dir);
   auto store = std::shared_ptr<FileStore>(new FileStore());
   store->dir_ = dir;
+  store->secret_ = secret;  // a file store has no sockets; its transports do
   *out = store;
   return Status::Ok();
 }
@@ -54,7 +55,7 @@ std::string FileStore::PathOf(const std::string& key) const {
 }
 
 Status FileStore::Set(const std::string& key, const std::string& value) {
-  return WriteFile(PathOf(key), value);
+  return WriteFileAtomically(PathOf(key), value);
 }
 
 Status FileStore::Get(const std::string& key, double timeout, std::string* value) {
@@ -80,7 +81,7 @@ Status FileStore::Add(const std::string& key, int64_t delta, int64_t* result) {
   Status s = Status::Ok();
   if (ReadFile(PathOf(key), &text) && !ParseCounter(text, &old))
     s = Error(BRAZE_INVALID_ARGUMENT, "file store: key '" + key + "' does not hold a counter");
-  if (s.ok()) s = WriteFile(PathOf(key), std::to_string(old + delta));
+  if (s.ok()) s = WriteFileAtomically(PathOf(key), std::to_string(old + delta));
   flock(fd, LOCK_UN);
   close(fd);
   *result = old + delta;

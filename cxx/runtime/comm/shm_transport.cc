@@ -90,8 +90,12 @@ class ShmTransport final : public TransportBase {
                                                std::to_string(kMaxRanks) + " ranks");
     unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
     bool oversubscribed = (unsigned)cfg_.world > cpus;
-    spin_iters_ = oversubscribed ? 64 : 20000;
-    yield_us_ = (int64_t)EnvBytes("BRAZE_SHM_YIELD_US", oversubscribed ? 2000 : 0);
+    // Spin a few tens of microseconds (a peer that is running arrives well
+    // within that), then yield: on a machine busy with other work the peer
+    // may be waiting for this very core, and a long spin (it was ~0.7 ms)
+    // made every small op cost that much under load.
+    spin_iters_ = oversubscribed ? 64 : 2000;
+    yield_us_ = (int64_t)EnvBytes("BRAZE_SHM_YIELD_US", 2000);
     std::string key = cfg_.prefix + "/shm/segment";
     if (cfg_.rank == 0) {
       // world^2 send/recv channels: shrink them for big groups (tmpfs only
@@ -109,7 +113,12 @@ class ShmTransport final : public TransportBase {
       p2p_bytes_ = layout.p2p_bytes;
     } else {
       std::string meta;
-      BRAZE_RETURN_IF_ERROR(cfg_.store->Get(key, cfg_.timeout, &meta));
+      Status s = cfg_.store->Get(key, cfg_.timeout, &meta);
+      if (!s.ok()) {
+        s.message = "shm backend: waiting for rank 0's segment: " + s.message;
+        s.missing_ranks = {0};
+        return s;
+      }
       char name[256];
       unsigned long long slot = 0, p2p = 0;
       if (sscanf(meta.c_str(), "%255s %llu %llu", name, &slot, &p2p) != 3)
@@ -127,7 +136,7 @@ class ShmTransport final : public TransportBase {
     p2p_ = segment_.data() + layout.p2p_off;
     ranks_[cfg_.rank].pid = getpid();
     // Once every rank has mapped it, the name can go: nothing leaks on a crash.
-    Status s = cfg_.store->Barrier(cfg_.prefix + "/shm/mapped", cfg_.world, cfg_.timeout);
+    Status s = cfg_.store->Barrier(cfg_.prefix + "/shm/mapped", cfg_.rank, cfg_.world, cfg_.timeout);
     segment_.Unlink();
     return s;
   }

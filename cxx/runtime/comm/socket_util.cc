@@ -150,14 +150,23 @@ void SetNonBlocking(int fd, bool on) {
   fcntl(fd, F_SETFL, on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK));
 }
 
-std::string LocalAddress(int fd) {
+namespace {
+// getsockname or getpeername of fd, as "ip" (and ":port" with `port`);
+// `fallback` when the call fails.
+template <typename GetName>
+std::string AddressOf(int fd, GetName get_name, bool port, const char* fallback) {
   sockaddr_in addr{};
   socklen_t len = sizeof(addr);
-  if (getsockname(fd, (sockaddr*)&addr, &len) != 0) return "127.0.0.1";
+  if (get_name(fd, (sockaddr*)&addr, &len) != 0) return fallback;
   char buf[INET_ADDRSTRLEN];
   inet_ntop(AF_INET, &addr.sin_addr, buf, sizeof(buf));
-  return buf;
+  return port ? std::string(buf) + ":" + std::to_string(ntohs(addr.sin_port)) : std::string(buf);
 }
+}  // namespace
+
+std::string LocalAddress(int fd) { return AddressOf(fd, getsockname, false, "127.0.0.1"); }
+
+std::string PeerAddress(int fd) { return AddressOf(fd, getpeername, true, "an unknown peer"); }
 
 void CloseFd(int& fd) {
   if (fd >= 0) close(fd);

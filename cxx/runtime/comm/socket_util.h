@@ -34,6 +34,8 @@ void SetNoDelay(int fd);
 void SetNonBlocking(int fd, bool on);
 // The local address of a connected socket, e.g. "127.0.0.1".
 std::string LocalAddress(int fd);
+// The other end of a connected socket, "ip:port" (for logs and errors).
+std::string PeerAddress(int fd);
 void CloseFd(int& fd);
 
 }  // namespace braze::comm

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "api.h"
+#include "auth.h"
 
 namespace braze::comm {
 
@@ -17,15 +18,25 @@ bool ParseCounter(const std::string& text, int64_t* value) {
   return true;
 }
 
-Status Store::Barrier(const std::string& key, int world, double timeout) {
+std::string DataAddress(Store& store) {
+  const char* configured = getenv("BRAZE_COMM_ADDR");
+  return configured && *configured ? configured : store.HostAddress();
+}
+
+Status Store::Barrier(const std::string& key, int rank, int world, double timeout) {
+  BRAZE_RETURN_IF_ERROR(Set(key + "/" + std::to_string(rank), "1"));  // names the arrivals
   int64_t arrived = 0;
   BRAZE_RETURN_IF_ERROR(Add(key + "/count", 1, &arrived));
   if (arrived == world) return Set(key + "/done", "1");
   std::string ignored;
   Status s = Get(key + "/done", timeout, &ignored);
-  if (!s.ok() && s.code == BRAZE_TIMEOUT)
-    s.message = "store barrier '" + key + "' timed out: " + std::to_string(arrived) + " of " +
-                std::to_string(world) + " arrived when this rank did";
+  if (s.code != BRAZE_TIMEOUT) return s;
+  // Who never came (died, or hangs): a short look for each one's key.
+  s.missing_ranks.clear();
+  for (int j = 0; j < world; ++j)
+    if (!Get(key + "/" + std::to_string(j), 0.001, &ignored).ok()) s.missing_ranks.push_back(j);
+  s.message = "store barrier '" + key + "' timed out after " + std::to_string(timeout) + " s: ranks " +
+              FormatRanks(s.missing_ranks) + " never arrived";
   return s;
 }
 
@@ -36,10 +47,11 @@ using braze::comm::ToC;
 
 extern "C" {
 
-braze_status_t braze_tcp_store_create(const char* host, int port, int is_server,
-                                      double timeout, braze_store_t** out) {
+braze_status_t braze_tcp_store_create(const char* host, int port, int is_server, double timeout,
+                                      const char* secret, size_t secret_len, braze_store_t** out) {
   auto* handle = new braze_store_s;
-  auto s = braze::comm::TcpStore::Create(host, port, is_server != 0, timeout, &handle->store);
+  auto s = braze::comm::TcpStore::Create(host, port, is_server != 0, timeout, std::string(secret, secret_len),
+                                         &handle->store);
   if (!s.ok()) {
     delete handle;
     return ToC(s);
@@ -48,9 +60,10 @@ braze_status_t braze_tcp_store_create(const char* host, int port, int is_server,
   return nullptr;
 }
 
-braze_status_t braze_file_store_create(const char* path, double, braze_store_t** out) {
+braze_status_t braze_file_store_create(const char* path, double, const char* secret, size_t secret_len,
+                                       braze_store_t** out) {
   auto* handle = new braze_store_s;
-  auto s = braze::comm::FileStore::Create(path, &handle->store);
+  auto s = braze::comm::FileStore::Create(path, std::string(secret, secret_len), &handle->store);
   if (!s.ok()) {
     delete handle;
     return ToC(s);
@@ -80,6 +93,8 @@ braze_status_t braze_store_add(braze_store_t* store, const char* key, int64_t de
 }
 
 int braze_store_port(braze_store_t* store) { return store->store->Port(); }
+
+uint64_t braze_comm_rejected_connections(void) { return braze::comm::RejectedConnections(); }
 
 void braze_store_release(braze_store_t* store) { delete store; }
 

@@ -23,11 +23,27 @@ class Store {
   // An address of this host that peers can reach (for the TCP backend).
   virtual std::string HostAddress() = 0;
   virtual int Port() const { return -1; }
+  // The job secret every connection of this job authenticates with ("" when
+  // none was configured: the handshake still runs, with an empty key).
+  const std::string& secret() const { return secret_; }
 
-  // Every one of `world` participants calls this with the same key; returns
-  // once all have. The last arrival publishes a "done" key the others wait on.
-  Status Barrier(const std::string& key, int world, double timeout);
+  // Every one of `world` participants (0 .. world-1; this is `rank`) calls
+  // this with the same key; returns once all have. The last arrival publishes
+  // a "done" key the others wait on; a timeout names who never arrived.
+  Status Barrier(const std::string& key, int rank, int world, double timeout);
+
+ protected:
+  std::string secret_;
 };
+
+// The address this rank's data sockets (TCP transport, windows) bind to and
+// advertise: $BRAZE_COMM_ADDR if set, else the address this host reaches the
+// store from -- the rendezvous interface, never every interface.
+std::string DataAddress(Store& store);
+
+// Writes a file through a temporary and a rename: a reader (or a process
+// killed while writing) never leaves half of it behind.
+Status WriteFileAtomically(const std::string& path, const std::string& value);
 
 // Parses a counter stored as decimal text; false for anything else.
 bool ParseCounter(const std::string& text, int64_t* value);
@@ -37,7 +53,7 @@ class TcpStoreServer;
 class TcpStore : public Store {
  public:
   static Status Create(const std::string& host, int port, bool is_server,
-                       double timeout, std::shared_ptr<Store>* out);
+                       double timeout, const std::string& secret, std::shared_ptr<Store>* out);
   ~TcpStore() override;
   Status Set(const std::string& key, const std::string& value) override;
   Status Get(const std::string& key, double timeout, std::string* value) override;
@@ -51,12 +67,13 @@ class TcpStore : public Store {
   std::mutex mu_;
   int fd_ = -1;
   int port_ = -1;
+  std::string address_;  // "host:port" of the server, for errors
   std::unique_ptr<TcpStoreServer> server_;
 };
 
 class FileStore : public Store {
  public:
-  static Status Create(const std::string& dir, std::shared_ptr<Store>* out);
+  static Status Create(const std::string& dir, const std::string& secret, std::shared_ptr<Store>* out);
   Status Set(const std::string& key, const std::string& value) override;
   Status Get(const std::string& key, double timeout, std::string* value) override;
   Status Add(const std::string& key, int64_t delta, int64_t* result) override;

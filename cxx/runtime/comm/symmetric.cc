@@ -38,7 +38,7 @@ class SymmetricMemory {
         status = segments_[j]->Open(rec.substr(space + 1));
     }
     // Unlink only after every rank mapped every segment, whatever happened.
-    Status barrier = store.Barrier(key + "mapped", world, comm.timeout());
+    Status barrier = store.Barrier(key + "mapped", rank, world, comm.timeout());
     segments_[rank]->Unlink();
     BRAZE_RETURN_IF_ERROR(status);
     return barrier;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "auth.h"
 #include "reduce.h"
 #include "transport.h"
 
@@ -42,8 +43,10 @@ class TcpTransport final : public TransportBase {
     abort_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (abort_fd_ < 0) return SysError("eventfd");
     int listen_fd = -1, port = 0;
-    BRAZE_RETURN_IF_ERROR(Listen("0.0.0.0", 0, &listen_fd, &port));
-    Status s = Connect(listen_fd, port);
+    std::string address = DataAddress(*cfg_.store);
+    WarnIfExposed(address, cfg_.store->secret());
+    BRAZE_RETURN_IF_ERROR(Listen(address, 0, &listen_fd, &port));
+    Status s = Connect(listen_fd, address + ":" + std::to_string(port));
     CloseFd(listen_fd);
     BRAZE_RETURN_IF_ERROR(s);
     for (int j = 0; j < n(); ++j) {
@@ -70,38 +73,67 @@ class TcpTransport final : public TransportBase {
   int Left() const { return (me() + n() - 1) % n(); }
 
 
-  // Lower ranks accept, higher ranks connect; a hello carries the rank.
-  Status Connect(int listen_fd, int port) {
+  // Lower ranks accept, higher ranks connect. Every connection first passes
+  // the secret handshake, then a hello carries the connector's rank.
+  Status Connect(int listen_fd, const std::string& my_address) {
     auto deadline = DeadlineAfter(cfg_.timeout);
-    std::string me_key = cfg_.prefix + "/tcp/" + std::to_string(me());
-    BRAZE_RETURN_IF_ERROR(cfg_.store->Set(me_key, cfg_.store->HostAddress() + ":" + std::to_string(port)));
+    const std::string& secret = cfg_.store->secret();
+    BRAZE_RETURN_IF_ERROR(cfg_.store->Set(cfg_.prefix + "/tcp/" + std::to_string(me()), my_address));
     for (int j = 0; j < me(); ++j) {
-      std::string addr;
-      BRAZE_RETURN_IF_ERROR(cfg_.store->Get(cfg_.prefix + "/tcp/" + std::to_string(j), cfg_.timeout, &addr));
-      size_t colon = addr.rfind(':');
-      int64_t peer_port = 0;
-      if (colon == std::string::npos || !ParseCounter(addr.substr(colon + 1), &peer_port))
-        return Error(BRAZE_INTERNAL, "tcp backend: bad address record '" + addr + "' for rank " + std::to_string(j));
-      BRAZE_RETURN_IF_ERROR(braze::comm::Connect(addr.substr(0, colon), (int)peer_port, deadline, &fds_[j]));
-      int32_t hello = me();
-      BRAZE_RETURN_IF_ERROR(SendAll(fds_[j], &hello, 4, deadline));
+      Status s = ConnectTo(j, secret, deadline);
+      if (!s.ok()) {
+        s.missing_ranks = {j};
+        return s;
+      }
     }
-    for (int k = me() + 1; k < n(); ++k) {
+    for (int accepted = 0; accepted < n() - me() - 1;) {
       int fd = -1;
       Status s = Accept(listen_fd, deadline, &fd);
       if (!s.ok()) {
         s.message = "tcp backend: waiting for higher ranks to connect: " + s.message;
+        for (int k = me() + 1; k < n(); ++k)
+          if (fds_[k] < 0) s.missing_ranks.push_back(k);
         return s;
       }
-      int32_t hello = -1;
-      BRAZE_RETURN_IF_ERROR(RecvAll(fd, &hello, 4, deadline));
-      if (hello <= me() || hello >= n() || fds_[hello] >= 0) {
-        close(fd);
-        return Error(BRAZE_INTERNAL, "tcp backend: unexpected hello from rank " + std::to_string(hello));
+      std::string why = AdmitPeer(fd, deadline);
+      if (why.empty()) {
+        ++accepted;
+        continue;
       }
-      fds_[hello] = fd;
+      ReportRejected("tcp backend (rank " + std::to_string(me()) + ")", PeerAddress(fd), why);
+      close(fd);  // a stranger or a stale connection: keep waiting for the real peers
     }
     return Status::Ok();
+  }
+
+  // Connects to lower rank j: its address from the store, the handshake, the hello.
+  Status ConnectTo(int j, const std::string& secret, Clock::time_point deadline) {
+    std::string addr;
+    BRAZE_RETURN_IF_ERROR(cfg_.store->Get(cfg_.prefix + "/tcp/" + std::to_string(j), cfg_.timeout, &addr));
+    size_t colon = addr.rfind(':');
+    int64_t peer_port = 0;
+    if (colon == std::string::npos || !ParseCounter(addr.substr(colon + 1), &peer_port) || peer_port <= 0 ||
+        peer_port > 65535)
+      return Error(BRAZE_INTERNAL, "tcp backend: bad address record '" + addr + "' for rank " + std::to_string(j));
+    std::string peer = "rank " + std::to_string(j) + " at " + addr;
+    BRAZE_RETURN_IF_ERROR(braze::comm::Connect(addr.substr(0, colon), (int)peer_port, deadline, &fds_[j]));
+    BRAZE_RETURN_IF_ERROR(AuthenticateConnected(fds_[j], secret, deadline, peer));
+    int32_t hello = me();
+    return SendAll(fds_[j], &hello, 4, deadline);
+  }
+
+  // Authenticates an accepted connection and reads its hello; "" when it is
+  // a higher rank not yet connected, else why it was refused.
+  std::string AdmitPeer(int fd, Clock::time_point deadline) {
+    auto handshake_deadline = std::min(deadline, DeadlineAfter(kHandshakeSeconds));
+    Status s = AuthenticateAccepted(fd, cfg_.store->secret(), handshake_deadline, PeerAddress(fd));
+    int32_t hello = -1;
+    if (s.ok()) s = RecvAll(fd, &hello, 4, handshake_deadline);
+    if (!s.ok()) return s.message;
+    if (hello <= me() || hello >= n() || fds_[hello] >= 0)
+      return "unexpected hello from rank " + std::to_string(hello);
+    fds_[hello] = fd;
+    return "";
   }
 
   // Drives every io to completion concurrently (so rings cannot deadlock on

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "auth.h"
 #include "communicator.h"
 
 namespace braze::comm {
@@ -37,12 +38,15 @@ class Window {
     peers_.assign(comm.world(), Peer{});
     std::string key = comm.prefix() + "/win/" + std::to_string(comm.NextObjectId()) + "/";
     int port = 0;
-    BRAZE_RETURN_IF_ERROR(Listen("0.0.0.0", 0, &listen_fd_, &port));
+    Store& store = comm.store();
+    secret_ = store.secret();
+    std::string address = DataAddress(store);
+    WarnIfExposed(address, secret_);
+    BRAZE_RETURN_IF_ERROR(Listen(address, 0, &listen_fd_, &port));
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     thread_ = std::thread([this] { Serve(); });
-    Store& store = comm.store();
     BRAZE_RETURN_IF_ERROR(store.Set(key + std::to_string(rank_),
-                                    store.HostAddress() + " " + std::to_string(port) + " " + std::to_string(nbytes)));
+                                    address + " " + std::to_string(port) + " " + std::to_string(nbytes)));
     for (int j = 0; j < comm.world(); ++j) {
       std::string rec;
       BRAZE_RETURN_IF_ERROR(store.Get(key + std::to_string(j), timeout_, &rec));
@@ -53,7 +57,7 @@ class Window {
       peers_[j].host = host;
       peers_[j].size = size;
     }
-    return store.Barrier(key + "ready", comm.world(), timeout_);
+    return store.Barrier(key + "ready", rank_, comm.world(), timeout_);
   }
 
   ~Window() {
@@ -63,7 +67,7 @@ class Window {
       thread_.join();
     }
     for (auto& p : peers_) CloseFd(p.fd);
-    for (int fd : clients_) close(fd);
+    for (auto& c : clients_) CloseFd(c.fd);
     CloseFd(listen_fd_);
     CloseFd(wake_fd_);
   }
@@ -134,8 +138,12 @@ class Window {
     std::lock_guard<std::mutex> lock(client_mu_);
     auto deadline = DeadlineAfter(kRequestTimeout);
     Peer& peer = peers_[rank];
-    if (peer.fd < 0) BRAZE_RETURN_IF_ERROR(Connect(peer.host, peer.port, deadline, &peer.fd));
-    Status s = SendAll(peer.fd, &req, sizeof(req), deadline);
+    Status s;
+    if (peer.fd < 0) {
+      s = Connect(peer.host, peer.port, deadline, &peer.fd);
+      if (s.ok()) s = AuthenticateConnected(peer.fd, secret_, deadline, "rank " + std::to_string(rank) + "'s window");
+    }
+    if (s.ok()) s = SendAll(peer.fd, &req, sizeof(req), deadline);
     if (s.ok() && payload) s = SendAll(peer.fd, payload, req.nbytes, deadline);
     uint8_t ok = 0;
     if (s.ok()) s = RecvAll(peer.fd, &ok, 1, deadline);
@@ -150,42 +158,82 @@ class Window {
     return Status::Ok();
   }
 
-  // Answers one request; false drops the connection.
-  bool Answer(int fd) {
+  struct Client {
+    int fd = -1;
+    std::string peer;
+    std::unique_ptr<PendingAuth> auth;  // until it proved the secret
+  };
+
+  std::string Where() const { return "window service (rank " + std::to_string(rank_) + ")"; }
+
+  // Answers one request; false drops the connection (and says why).
+  bool Answer(int fd, std::string* why) {
     auto deadline = DeadlineAfter(kRequestTimeout);
     Request req;
     if (!RecvAll(fd, &req, sizeof(req), deadline).ok()) return false;
+    if (req.type > kSignal || (req.type == kSignal && (req.from < 0 || req.from >= (int)signals_.size()))) {
+      *why = "malformed window request (type " + std::to_string(req.type) + ", from rank " +
+             std::to_string(req.from) + ")";
+      return false;
+    }
     bool in_range = req.offset <= nbytes_ && req.nbytes <= nbytes_ - req.offset;
     if (req.type == kPut) {
-      if (!in_range) return false;  // the client checked bounds; this one lies
+      if (!in_range) {  // the client checked bounds; this one lies
+        *why = "window put past the end of the window";
+        return false;
+      }
       if (!RecvAll(fd, base_ + req.offset, req.nbytes, deadline).ok()) return false;
     }
-    if (req.type == kSignal && req.from >= 0 && req.from < (int)signals_.size()) Deliver(req.from);
+    if (req.type == kSignal) Deliver(req.from);
     uint8_t ok = (req.type != kGet || in_range) ? 1 : 0;
     if (!SendAll(fd, &ok, 1, deadline).ok()) return false;
     if (req.type == kGet && ok) return SendAll(fd, base_ + req.offset, req.nbytes, deadline).ok();
     return true;
   }
 
+  // Reads from a readable client; false drops it.
+  bool ServeClient(Client& c) {
+    std::string why;
+    bool keep;
+    if (c.auth) {
+      PendingAuth::State state = c.auth->OnReadable(c.fd, &why);
+      if (state == PendingAuth::kPassed) c.auth.reset();
+      keep = state != PendingAuth::kFailed;
+    } else {
+      keep = Answer(c.fd, &why);
+    }
+    if (!why.empty()) ReportRejected(Where(), c.peer, why);
+    return keep;
+  }
+
+  void Accept() {
+    Client c;
+    c.fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c.fd < 0) return;
+    SetNoDelay(c.fd);
+    c.peer = PeerAddress(c.fd);
+    c.auth = std::make_unique<PendingAuth>(secret_);
+    if (c.auth->Begin(c.fd)) clients_.push_back(std::move(c));
+    else CloseFd(c.fd);
+  }
+
   void Serve() {
+    std::vector<pollfd> fds;
     for (;;) {
-      std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
-      for (int fd : clients_) fds.push_back({fd, POLLIN, 0});
+      fds.assign({{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}});
+      for (auto& c : clients_) fds.push_back({c.fd, POLLIN, 0});
       if (poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) return;
       if (fds[0].revents) return;
-      std::vector<int> alive;
+      std::vector<Client> alive;
       for (size_t k = 2; k < fds.size(); ++k) {
-        if (!fds[k].revents || Answer(fds[k].fd)) alive.push_back(fds[k].fd);
-        else close(fds[k].fd);
-      }
-      if (fds[1].revents & POLLIN) {
-        int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd >= 0) {
-          SetNoDelay(fd);
-          alive.push_back(fd);
-        }
+        Client& c = clients_[k - 2];
+        bool expired = c.auth && c.auth->Expired();
+        if (expired) ReportRejected(Where(), c.peer, "no answer to the authentication challenge");
+        if (!expired && (!fds[k].revents || ServeClient(c))) alive.push_back(std::move(c));
+        else CloseFd(c.fd);
       }
       clients_.swap(alive);
+      if (fds[1].revents & POLLIN) Accept();
     }
   }
 
@@ -195,7 +243,8 @@ class Window {
   double timeout_ = 30;
   int listen_fd_ = -1, wake_fd_ = -1;
   std::thread thread_;
-  std::vector<int> clients_;
+  std::vector<Client> clients_;
+  std::string secret_;
   std::vector<Peer> peers_;
   std::mutex client_mu_, signal_mu_;
   std::condition_variable signal_cv_;

@@ -22,7 +22,7 @@ from braze.comm.errors import (
     CommRankFailed,
     CommTimeout,
 )
-from braze.comm.stores import FileStore, Store, TCPStore
+from braze.comm.stores import FileStore, Store, TCPStore, rejected_connections
 from braze.comm.window import SymmetricBuffer, Window
 
 ENTRY_POINT_GROUP = "braze.comm_backends"
@@ -74,5 +74,5 @@ def symmetric_empty(comm: Comm, shape, dtype) -> SymmetricBuffer:
 __all__ = [
     "Comm", "CommAborted", "CommError", "CommInvalidArgument", "CommMismatch", "CommRankFailed",
     "CommTimeout", "FileStore", "HookHandle", "Store", "SymmetricBuffer", "TCPStore", "Window", "Work",
-    "available_backends", "join_comm", "new_comm", "symmetric_empty",
+    "available_backends", "join_comm", "new_comm", "rejected_connections", "symmetric_empty",
 ]

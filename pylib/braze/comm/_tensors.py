@@ -41,9 +41,12 @@ def as_buffer(obj, what: str, writable: bool = False) -> Buffer:
     if type(obj) is np.ndarray:  # the fast path small ops live on
         dtype = _NP_BY_NUM.get(obj.dtype.num)
         flags = obj.flags
-        if dtype is not None and flags.c_contiguous and (flags.writeable or not writable):
+        if dtype is not None and flags.c_contiguous and (flags.writeable or not writable) and obj.dtype.isnative:
             return Buffer(obj, obj.ctypes.data, obj.size, dtype)
     if isinstance(obj, np.ndarray):
+        if not obj.dtype.isnative:
+            raise CommInvalidArgument(f"{what}: non-native byte order ({obj.dtype.str}); convert with "
+                                      f".astype(np.{obj.dtype.name})")
         dtype = obj.dtype.name
         if dtype not in DTYPE_CODES:
             raise CommInvalidArgument(f"{what}: unsupported dtype {dtype} (supported: {', '.join(DTYPES)})")

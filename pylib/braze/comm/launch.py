@@ -6,13 +6,20 @@ trying braze.comm on one machine."""
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
+import secrets
 import time
 import traceback
 
+from braze.comm.stores import SECRET_ENV
 
-def _rank_main(fn, rank, world, backend, port, timeout, args, results, options):
+
+def _rank_main(fn, rank, world, backend, port, timeout, args, results, options, secret):
     try:
+        # In the environment, so that whatever the rank starts (stores of its
+        # own, replacement ranks) authenticates with the same secret.
+        os.environ[SECRET_ENV] = secret
         import braze.comm as bc
 
         store = bc.TCPStore("127.0.0.1", port, False)
@@ -27,16 +34,20 @@ def _rank_main(fn, rank, world, backend, port, timeout, args, results, options):
 def spawn_group(fn, world, backend="shm", *, args=(), deadline=60.0, timeout=10.0, options=None, expect_dead=()):
     """Runs `fn(comm, rank, world, *args)` on `world` spawned ranks; returns
     {rank: value}. Raises RuntimeError on a rank's exception, on ranks that
-    did not finish by `deadline` seconds, or that died unless in `expect_dead`."""
+    did not finish by `deadline` seconds, or that died unless in `expect_dead`.
+
+    The group's job secret is $BRAZE_COMM_SECRET, or a fresh random one handed
+    to the ranks."""
     import braze.comm as bc
 
-    store = bc.TCPStore("127.0.0.1", 0, True)  # outlives any rank that dies
+    secret = os.environ.get(SECRET_ENV) or secrets.token_hex(32)
+    store = bc.TCPStore("127.0.0.1", 0, True, secret=secret)  # outlives any rank that dies
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     # Not daemonic: a rank may start processes itself (a replacement rank);
     # leftovers are killed below all the same.
     procs = [ctx.Process(target=_rank_main,
-                         args=(fn, r, world, backend, store.port, timeout, args, results, options or {}))
+                         args=(fn, r, world, backend, store.port, timeout, args, results, options or {}, secret))
              for r in range(world)]
     for p in procs:
         p.start()

@@ -13,6 +13,8 @@ from braze.comm.errors import CommInvalidArgument
 from braze.runtime import _comm
 
 _HOOK_PRE, _HOOK_POST, _HOOK_ABORT = _comm.HOOK_PRE, _comm.HOOK_POST, _comm.HOOK_ABORT
+_OP_ALL_REDUCE, _OP_BROADCAST = _comm.OP_CODES["all_reduce"], _comm.OP_CODES["broadcast"]
+_REDUCE_CODES = {name: code for code, name in enumerate(REDUCE_OPS)}
 
 
 class NativeWork(Work):
@@ -84,6 +86,10 @@ class NativeComm(Comm):
         return NativeWork(work) if async_op else None
 
     def all_reduce(self, t, op="sum", async_op=False):
+        if type(t) is np.ndarray and not async_op and not self._record_stack:  # the small-message path
+            code = _REDUCE_CODES.get(op)
+            if code is not None and self._native.run_in_place(_OP_ALL_REDUCE, t, code, 0):
+                return None
         buf = _tensors.as_buffer(t, "all_reduce", writable=True)
         return self._submit("all_reduce", async_op, dtype=buf.dtype, reduce_op=_reduce_code("all_reduce", op),
                             src=buf, dst=buf)
@@ -102,6 +108,9 @@ class NativeComm(Comm):
                             reduce_op=_reduce_code("reduce_scatter", op), src=src, dst=dst)
 
     def broadcast(self, t, root, async_op=False):
+        if type(t) is np.ndarray and not async_op and not self._record_stack and type(root) is int:
+            if self._native.run_in_place(_OP_BROADCAST, t, 0, root):
+                return None
         buf = _tensors.as_buffer(t, "broadcast", writable=True)
         return self._submit("broadcast", async_op, dtype=buf.dtype, peer=int(root), src=buf, dst=buf)
 

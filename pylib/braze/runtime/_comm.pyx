@@ -8,6 +8,8 @@ run Python hooks meanwhile.
 """
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport free, malloc
+from libc.string cimport memset
+from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.ref cimport PyObject
 
 cimport braze.runtime._comm_api as capi
@@ -51,20 +53,22 @@ cdef class NativeStore:
     cdef capi.braze_store_t* handle
 
     @staticmethod
-    def tcp(str host, int port, bint is_server, double timeout):
+    def tcp(str host, int port, bint is_server, double timeout, bytes secret):
         cdef NativeStore s = NativeStore.__new__(NativeStore)
         cdef bytes h = host.encode()
         cdef const char* hp = h
+        cdef const char* sp = secret
+        cdef size_t sn = len(secret)
         cdef capi.braze_status_t st
         with nogil:
-            st = capi.braze_tcp_store_create(hp, port, is_server, timeout, &s.handle)
+            st = capi.braze_tcp_store_create(hp, port, is_server, timeout, sp, sn, &s.handle)
         _check(st)
         return s
 
     @staticmethod
-    def file(str path, double timeout):
+    def file(str path, double timeout, bytes secret):
         cdef NativeStore s = NativeStore.__new__(NativeStore)
-        _check(capi.braze_file_store_create(path.encode(), timeout, &s.handle))
+        _check(capi.braze_file_store_create(path.encode(), timeout, secret, len(secret), &s.handle))
         return s
 
     @property
@@ -96,6 +100,32 @@ cdef class NativeStore:
     def __dealloc__(self):
         if self.handle != NULL:
             capi.braze_store_release(self.handle)
+
+
+cdef int _dtype_code(const Py_buffer* view) noexcept:
+    """The runtime's dtype code for a buffer's struct format, -1 if none.
+    Byte order: native or little-endian only (braze runs on little-endian hosts)."""
+    cdef const char* f = view.format
+    if f == NULL:
+        return -1
+    if f[0] == b'@' or f[0] == b'=' or f[0] == b'<':
+        f += 1
+    if f[0] == 0 or f[1] != 0:
+        return -1
+    if f[0] == b'f' and view.itemsize == 4:
+        return 0  # float32
+    if f[0] == b'e' and view.itemsize == 2:
+        return 1  # float16
+    if (f[0] == b'i' or f[0] == b'l' or f[0] == b'q') and view.itemsize == 4:
+        return 3  # int32
+    if (f[0] == b'l' or f[0] == b'q') and view.itemsize == 8:
+        return 4  # int64
+    return -1
+
+
+def rejected_connections():
+    """Connections this process refused (failed authentication, malformed input)."""
+    return capi.braze_comm_rejected_connections()
 
 
 cdef void _hook_trampoline(void* user, const capi.braze_op_info_t* info) noexcept with gil:
@@ -205,6 +235,39 @@ cdef class NativeComm:
         self.inflight = [x for x in self.inflight if not x.is_completed()]
         self.inflight.append(w)
         return w
+
+    def run_in_place(self, int op, object buf, int reduce_op, int peer):
+        """A synchronous in-place op (all_reduce, broadcast) on an object with
+        the buffer protocol (numpy arrays): one native call, no Python objects
+        made. Returns False, having done nothing, when `buf` is not a writable
+        C-contiguous buffer of a supported dtype; the caller then takes the
+        checked path, which explains what is wrong."""
+        cdef Py_buffer view
+        cdef capi.braze_op_desc_t d
+        cdef capi.braze_status_t st
+        if self.handle == NULL:
+            raise _errors.CommAborted("the communicator is closed")
+        try:
+            PyObject_GetBuffer(buf, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+        except (BufferError, TypeError, ValueError):
+            return False
+        cdef int dtype = _dtype_code(&view)
+        if dtype < 0:
+            PyBuffer_Release(&view)
+            return False
+        memset(&d, 0, sizeof(d))
+        d.op = <capi.braze_op_kind_t>op
+        d.dtype = <capi.braze_dtype_t>dtype
+        d.reduce_op = <capi.braze_reduce_op_t>reduce_op
+        d.peer = peer
+        d.in_ = view.buf
+        d.out = view.buf
+        d.in_count = d.out_count = <uint64_t>(view.len // view.itemsize)
+        with nogil:
+            st = capi.braze_comm_run(self.handle, &d)
+        PyBuffer_Release(&view)
+        _check(st)
+        return True
 
     def add_hook(self, int kind, fn):
         cdef int64_t h = capi.braze_comm_add_hook(self.handle, <capi.braze_hook_kind_t>kind, _hook_trampoline, <void*>fn)

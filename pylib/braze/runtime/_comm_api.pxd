@@ -20,13 +20,16 @@ cdef extern from "api.h" nogil:
     void braze_status_free(braze_status_t status)
 
     ctypedef struct braze_store_t
-    braze_status_t braze_tcp_store_create(const char* host, int port, int is_server, double timeout, braze_store_t** out)
-    braze_status_t braze_file_store_create(const char* path, double timeout, braze_store_t** out)
+    braze_status_t braze_tcp_store_create(const char* host, int port, int is_server, double timeout,
+                                          const char* secret, size_t secret_len, braze_store_t** out)
+    braze_status_t braze_file_store_create(const char* path, double timeout, const char* secret, size_t secret_len,
+                                           braze_store_t** out)
     braze_status_t braze_store_set(braze_store_t* store, const char* key, const void* value, size_t n)
     braze_status_t braze_store_get(braze_store_t* store, const char* key, double timeout, void** value, size_t* n)
     braze_status_t braze_store_add(braze_store_t* store, const char* key, int64_t delta, int64_t* result)
     int braze_store_port(braze_store_t* store)
     void braze_store_release(braze_store_t* store)
+    uint64_t braze_comm_rejected_connections()
 
     ctypedef enum braze_dtype_t:
         BRAZE_DTYPE_FLOAT32

@@ -21,13 +21,26 @@ def load_dumps(paths):
         p = Path(p)
         files = sorted(p.glob("braze_fr_*.json")) if p.is_dir() else [p]
         for f in files:
-            with open(f) as fh:
-                dumps.append(json.load(fh))
+            try:
+                with open(f) as fh:
+                    dumps.append(json.load(fh))
+            except (OSError, ValueError) as exc:  # e.g. written by an older braze as its rank was killed
+                print(f"braze-fr: skipping unreadable dump {f}: {exc}", file=sys.stderr)
     return dumps
 
 
+# A dump that blames someone this long after the first such dump of its
+# generation comes from a rank that ran again after the others had given up
+# on it (it was stopped or starved): what it blames is hindsight, so it does
+# not vote.
+LATE_DUMP_S = 2.0
+
+
 def _signature(entry):
-    return (entry["op"], entry["in_count"], entry["dtype"])
+    # Uneven all_to_all sends different amounts from every rank: as in the
+    # runtime's header check, only the op and the dtype must agree.
+    count = None if entry["op"] == "all_to_all_single" else entry["in_count"]
+    return (entry["op"], count, entry["dtype"])
 
 
 def analyze(dumps):
@@ -38,6 +51,15 @@ def analyze(dumps):
     dumps = {d["rank"]: d for d in dumps if d["generation"] == generation}
     world = max(d["world_size"] for d in dumps.values())
     findings = []
+    # Ranks that blamed others long after the first accusation ran again after
+    # the others had given up on them: set their dumps aside (as if they had
+    # left none) and name them.
+    first = min((d.get("dumped_at", 0) for d in dumps.values() if d.get("missing_ranks")), default=0)
+    late = sorted(r for r, d in dumps.items() if d.get("missing_ranks") and d.get("dumped_at", 0) - first > LATE_DUMP_S)
+    if late:
+        findings.append(("late", late, f"rank(s) {late} failed more than {LATE_DUMP_S:g} s after the others had "
+                                       "given up on them (stopped or starved)"))
+        dumps = {r: d for r, d in dumps.items() if r not in late}
     absent = [r for r in range(world) if r not in dumps]
     # Whom the dumps blame. When survivors blame each other (one aborted and
     # closed its sockets first), a rank that left no dump is the one; when
@@ -68,7 +90,7 @@ def analyze(dumps):
             for sig, rs in groups.items():
                 if rs is not majority:
                     findings.append(("diverged", sorted(rs),
-                                     f"seq {seq}: rank(s) {sorted(rs)} ran {sig[0]} ({sig[1]} x {sig[2]}) while "
+                                     f"seq {seq}: rank(s) {sorted(rs)} ran {sig[0]} ({ranks[rs[0]]['in_count']} x {sig[2]}) while "
                                      f"rank(s) {sorted(majority)} ran "
                                      f"{ranks[majority[0]]['op']} ({ranks[majority[0]]['in_count']} x "
                                      f"{ranks[majority[0]]['dtype']})"))
@@ -84,7 +106,8 @@ def analyze(dumps):
                              f"joined; rank(s) {stuck} were waiting in it"))
             break
     for r in absent:
-        findings.append(("no_dump", [r], f"rank {r}: no dump (the process died or never dumped)"))
+        if r not in late:
+            findings.append(("no_dump", [r], f"rank {r}: no dump (the process died or never dumped)"))
     if reported_missing:
         findings.append(("reported_missing", reported_missing,
                          f"survivors report rank(s) {reported_missing} as not arrived or failed"))

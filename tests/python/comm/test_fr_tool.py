@@ -1,0 +1,58 @@
+"""braze-fr on hand-written dumps: cases the fault campaign met."""
+
+import json
+
+from braze.tools.fr import analyze, load_dumps
+
+
+def _dump(path, rank, world, dumped_at, missing, entries):
+    doc = {"version": 1, "rank": rank, "world_size": world, "pid": 100 + rank, "backend": "tcp", "group": "braze",
+           "generation": 0, "reason": "test", "dumped_at": dumped_at, "missing_ranks": missing, "entries": entries}
+    (path / f"braze_fr_g0_rank{rank}.json").write_text(json.dumps(doc))
+
+
+def _entry(seq, op, in_count, state="failed"):
+    return {"id": seq + 1, "seq": seq, "p2p": False, "generation": 0, "op": op, "in_count": in_count,
+            "out_count": in_count, "dtype": "float32", "peer": -1, "state": state, "t_scheduled": 1.0,
+            "t_started": 1.0, "t_completed": 2.0, "error": "", "stack": ""}
+
+
+def _culprits(path):
+    return sorted({r for kind, ranks, _ in analyze(load_dumps([path])) if kind != "error" for r in ranks})
+
+
+def test_uneven_all_to_all_is_not_a_divergence(tmp_path):
+    """Rank 2 died in an all_to_all whose splits differ per rank."""
+    for rank, count in ((0, 111), (1, 222)):
+        _dump(tmp_path, rank, 3, 100.0, [2], [_entry(0, "all_to_all_single", count)])
+    assert _culprits(tmp_path) == [2]
+
+
+def test_a_rank_that_dumps_long_after_the_others_does_not_vote(tmp_path):
+    """Rank 1 was stopped between ops; rank 0 timed out waiting for it. When
+    rank 1 ran again its next op found rank 0 gone, and it blamed rank 0."""
+    _dump(tmp_path, 0, 2, 100.0, [1], [_entry(3, "all_reduce", 8)])
+    _dump(tmp_path, 1, 2, 108.0, [0], [_entry(3, "all_reduce", 8), _entry(4, "all_reduce", 8)])
+    assert _culprits(tmp_path) == [1]  # also not "rank 0 never joined seq 4"
+
+
+def test_simultaneous_dumps_that_blame_each_other_name_both(tmp_path):
+    _dump(tmp_path, 0, 2, 100.0, [1], [_entry(3, "all_reduce", 8)])
+    _dump(tmp_path, 1, 2, 100.5, [0], [_entry(3, "all_reduce", 8)])
+    assert _culprits(tmp_path) == [0, 1]
+
+
+def test_dumps_that_blame_no_one_do_not_start_the_clock(tmp_path):
+    """Every rank dumped when a planned reconfigure aborted the group (blaming
+    no one); rank 1 then died, and the others named it 3 s later."""
+    _dump(tmp_path, 1, 3, 100.0, [], [_entry(0, "all_reduce", 8, "completed")])
+    for rank in (0, 2):
+        _dump(tmp_path, rank, 3, 103.0, [1], [_entry(0, "all_reduce", 8, "completed")])
+    assert _culprits(tmp_path) == [1]
+
+
+def test_an_unreadable_dump_is_skipped(tmp_path, capsys):
+    (tmp_path / "braze_fr_g0_rank1.json").write_text("")  # a rank killed while writing
+    _dump(tmp_path, 0, 2, 100.0, [1], [_entry(0, "all_reduce", 8)])
+    assert _culprits(tmp_path) == [1]
+    assert "skipping unreadable dump" in capsys.readouterr().err
