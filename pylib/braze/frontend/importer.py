@@ -171,7 +171,7 @@ def import_graph(
         with ir.InsertionPoint(block):
             importer = _NodeImporter(graph_module, parameters)
             importer.values.update(zip(args, block.arguments))
-            importer.values.update((n, None) for n in inputs if n.meta.get("val") is None)
+            importer.values.update((inputs[number], None) for number in none_inputs)
             for node in graph.nodes:
                 importer.import_node(node)
             func.ReturnOp([importer.values[r] for r in results])
@@ -191,6 +191,10 @@ class _NodeImporter:
         self.parameters = parameters
         self.values: dict[fx.Node, object] = {}
         self.externs: list[ExternCall] = []
+        # Where a lowering builds before its ops join the function (a block
+        # of its own, so finding them does not walk the function's ops).
+        self._staging_module = ir.Module.create()
+        self.staging = self._staging_module.body
 
     def import_node(self, node: fx.Node) -> None:
         if node.op in ("output",) or node in self.values:
@@ -224,20 +228,26 @@ class _NodeImporter:
         if lowering is None:
             reason = "no lowering"
         else:
-            block = ir.InsertionPoint.current.block
-            first_new = len(block.operations)
+            # The lowering builds in the staging block: its ops are checked
+            # there and moved into the function, or erased if it refuses.
+            body = ir.InsertionPoint.current
             try:
-                value = lowering(Builder(node), *args, **kwargs)
-                for op in list(block.operations)[first_new:]:
+                with ir.InsertionPoint(self.staging):
+                    value = lowering(Builder(node), *args, **kwargs)
+                staged = list(self.staging.operations)
+                for op in staged:
                     op.verify()
-                return value
             except BrazeError as error:  # before MLIRError, its base class
                 reason = _one_line(error)
             except ir.MLIRError as error:
                 reason = _one_line(BrazeError.from_mlir("the lowering made invalid IR (a braze bug)", error))
             except Exception as error:  # a lowering bug: the op still runs, through torch
                 reason = f"internal error in the lowering (a braze bug): {type(error).__name__}: {error}"
-            for op in reversed(list(block.operations)[first_new:]):
+            else:
+                for op in staged:
+                    body.insert(op.detach_from_parent())
+                return value
+            for op in reversed(list(self.staging.operations)):
                 op.erase()
         try:
             value = emit_extern(target, node.meta.get("val"), args, kwargs)

@@ -53,21 +53,19 @@ def _channels_last_wins(op, margin: float, repeats: int) -> bool | None:
     import torch
 
     from braze.reference.dtypes import torch_dtype
+    from braze.reference.products import convolution_arguments, convolution_layout
 
     operands = list(op.operation.operands)
     shapes = [_static_shape(v) for v in operands]
     if any(shape is None for shape in shapes) or len(shapes[0]) not in (4, 5):
         return None
     dtype = torch_dtype(ir.RankedTensorType(operands[0].type).element_type)
-    transposed = "transposed" in op.attributes
-    spatial = len(shapes[0]) - 2
-    arguments = (list(op.stride), list(op.padding), list(op.dilation), transposed,
-                 list(op.output_padding) if transposed else [0] * spatial, op.groups.value)
+    arguments = convolution_arguments(op)
     key = (tuple(map(tuple, shapes)), dtype, str(arguments), _is_weight(operands[1]))
     if key not in _chosen:
         x, w, *bias = [torch.randn(shape, dtype=dtype) for shape in shapes]
         bias = bias[0] if bias else None
-        layout = torch.channels_last if spatial == 2 else torch.channels_last_3d
+        layout = convolution_layout(op)
         w_last = w.contiguous(memory_format=layout)
         constant_weight = _is_weight(operands[1])
 

@@ -71,7 +71,8 @@ def _filler(value) -> Callable[[list], Any]:
     return lambda operands: value
 
 
-def _overload(op) -> torch._ops.OpOverload:
+def extern_overload(op) -> torch._ops.OpOverload:
+    """The aten overload a `braze.extern` op names."""
     target = ir.StringAttr(op.attributes["target"]).value
     namespace, name, overload = target.split(".")
     try:
@@ -83,7 +84,7 @@ def _overload(op) -> torch._ops.OpOverload:
 def prepare_extern(op) -> Callable[[list], list]:
     """The call `op` describes, as a function from operand values to the
     list of its results."""
-    overload = _overload(op)
+    overload = extern_overload(op)
     arguments = _filler([_decode(a) for a in ir.ArrayAttr(op.attributes["arguments"])])
     keywords = {}
     if "keywords" in op.attributes:

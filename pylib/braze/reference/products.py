@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from mlir import ir
 
 from braze.reference.registry import handles, op_error
 
@@ -32,11 +33,24 @@ def addmm(op, operands, interpreter):
     return [torch.addmm(bias, lhs, rhs, beta=beta, alpha=alpha)]
 
 
+def convolution_arguments(op) -> tuple:
+    """aten.convolution's arguments after input, weight and bias, from a
+    `braze.convolution` op's attributes."""
+    transposed = "transposed" in op.attributes
+    spatial = ir.RankedTensorType(op.operation.operands[0].type).rank - 2
+    output_padding = list(op.output_padding) if transposed else [0] * spatial
+    return (list(op.stride), list(op.padding), list(op.dilation), transposed, output_padding, op.groups.value)
+
+
+def convolution_layout(op) -> torch.memory_format:
+    """The channels-last memory format of a convolution's rank."""
+    rank = ir.RankedTensorType(op.operation.operands[0].type).rank
+    return torch.channels_last if rank == 4 else torch.channels_last_3d
+
+
 @handles("braze.convolution")
 def convolution(op, operands, interpreter):
+    """`memory_format` only changes how fast the library runs: ignored here."""
     input_, weight, *bias = operands
-    transposed = "transposed" in op.attributes
-    output_padding = list(op.output_padding) if transposed else [0] * (input_.dim() - 2)
-    return [torch.ops.aten.convolution.default(
-        input_, weight, bias[0] if bias else None, list(op.stride), list(op.padding), list(op.dilation),
-        transposed, output_padding, op.groups.value)]
+    return [torch.ops.aten.convolution.default(input_, weight, bias[0] if bias else None,
+                                               *convolution_arguments(op))]

@@ -34,7 +34,8 @@ from braze.codegen.cpp.emitter import KernelSpec
 from braze.errors import BrazeError, format_location
 from braze.reference import HANDLERS, Interpreter
 from braze.reference.dtypes import torch_dtype
-from braze.reference.extern import prepare_extern
+from braze.reference.extern import extern_overload, prepare_extern
+from braze.reference.products import convolution_arguments, convolution_layout
 from braze.reference.interpreter import check_arguments
 
 # Results of these ops are fresh tensors; any other output may alias an
@@ -217,14 +218,8 @@ class _ConvolutionCall(_HostCall):
 
     def __init__(self, op, slots: dict, interpreter: Interpreter, template: dict):
         super().__init__(op, slots, interpreter)
-        attributes = op.attributes
-        transposed = "transposed" in attributes
-        spatial = ir.RankedTensorType(op.operation.operands[0].type).rank - 2
-        self.arguments = (list(op.stride), list(op.padding), list(op.dilation), transposed,
-                          list(op.output_padding) if transposed else [0] * spatial, op.groups.value)
-        self.layout = None
-        if "memory_format" in attributes:
-            self.layout = torch.channels_last if spatial == 2 else torch.channels_last_3d
+        self.arguments = convolution_arguments(op)
+        self.layout = convolution_layout(op) if "memory_format" in op.attributes else None
         self.weight = None
         weight = template.get(self.operands[1])
         if self.layout is not None and weight is not None:
@@ -247,18 +242,13 @@ class _ExternCall:
         self.name = op.operation.name
         self.target = ir.StringAttr(op.attributes["target"]).value
         self.call = prepare_extern(op)
-        self.deterministic = torch.Tag.nondeterministic_seeded not in _overload_tags(self.target)
+        self.deterministic = torch.Tag.nondeterministic_seeded not in extern_overload(op).tags
         self.operands = [slots[v] for v in op.operation.operands]
         self.results = [slots[v] for v in op.operation.results]
 
     def __call__(self, env: list) -> None:
         for slot, value in zip(self.results, self.call([env[s] for s in self.operands])):
             env[slot] = value
-
-
-def _overload_tags(target: str):
-    namespace, name, overload = target.split(".")
-    return getattr(getattr(getattr(torch.ops, namespace), name), overload).tags
 
 
 class Program:
