@@ -60,14 +60,14 @@ def test_a_refused_form_of_a_lowered_op_runs_as_an_extern_call():
         torch.testing.assert_close(program(x), model(x))
 
 
-def test_torch_compile_falls_back_to_eager_with_one_warning():
+def test_torch_compile_runs_an_unlowered_op_as_an_extern_call():
     torch._dynamo.reset()
     from braze.frontend import dynamo
 
     dynamo._warned.clear()
 
     class Sorting(torch.nn.Module):
-        def forward(self, x):  # a tuple of a tensor and a SymInt-free list: no extern
+        def forward(self, x):  # sort has no lowering; it returns (values, indices)
             return torch.ops.aten.sort.default(x.relu())[0] + 1
 
     model = Sorting()

@@ -38,6 +38,17 @@ def addmm(b, bias, lhs, rhs, beta=1, alpha=1):
                       beta=float(beta), alpha=float(alpha), results=[b.out_type()]).result
 
 
+def normalized(b, x, dims: list[int], stats_type: ir.RankedTensorType, eps):
+    """((x - mean) * rstd, mean, rstd), the statistics over `dims` (kept as
+    size 1, of `stats_type`): the core of layer and group norm."""
+    mean = bz.MeanOp(x, dims, keepdim=True, results=[stats_type]).result
+    centered = bz.SubOp(x, mean).result
+    variance = bz.MeanOp(bz.MulOp(centered, centered).result, dims, keepdim=True,
+                         results=[stats_type]).result
+    rstd = bz.RsqrtOp(bz.AddOp(variance, b.constant(eps, dtype_of(x))).result).result
+    return bz.MulOp(centered, rstd).result, mean, rstd
+
+
 @lowers(aten.native_layer_norm.default)
 def native_layer_norm(b, x, normalized_shape, weight, bias, eps):
     """(y, mean, rstd) with mean and rstd over the normalized (last) dims."""
@@ -45,14 +56,8 @@ def native_layer_norm(b, x, normalized_shape, weight, bias, eps):
     dtype = _compute_dtype(out_dtype)
     rank = len(shape_of(x))
     dims = list(range(rank - len(normalized_shape), rank))
-    xc = b.cast(x, dtype)
     stats_type = ir.RankedTensorType.get(b.out_type(1).shape, element_type(dtype))
-    mean = bz.MeanOp(xc, dims, keepdim=True, results=[stats_type]).result
-    centered = bz.SubOp(xc, mean).result
-    variance = bz.MeanOp(bz.MulOp(centered, centered).result, dims, keepdim=True,
-                         results=[stats_type]).result
-    rstd = bz.RsqrtOp(bz.AddOp(variance, b.constant(eps, dtype)).result).result
-    y = bz.MulOp(centered, rstd).result
+    y, mean, rstd = normalized(b, b.cast(x, dtype), dims, stats_type, eps)
     if weight is not None:
         y = bz.MulOp(y, b.cast(weight, dtype)).result
     if bias is not None:

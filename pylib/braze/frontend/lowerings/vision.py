@@ -10,7 +10,7 @@ from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.builder import dtype_of, shape_of
 from braze.frontend.lowerings import lowers
-from braze.frontend.lowerings.nn import _compute_dtype
+from braze.frontend.lowerings.nn import _compute_dtype, normalized
 from braze.frontend.types import element_type
 
 aten = torch.ops.aten
@@ -87,27 +87,23 @@ def native_group_norm(b, x, weight, bias, batch, channels, spatial, groups, eps)
     if not isinstance(channels, int) or not isinstance(groups, int) or channels % groups:
         raise BrazeError(f"group norm needs static channels divisible by groups, got {channels} and {groups}")
     element = element_type(dtype)
-    grouped_shape = [batch, groups, -1]
-    static = [s if isinstance(s, int) else ir.ShapedType.get_dynamic_size() for s in grouped_shape[:2]]
-    per_group = (channels // groups) * spatial if isinstance(spatial, int) else ir.ShapedType.get_dynamic_size()
-    grouped_type = ir.RankedTensorType.get([*static, per_group], element)
-    sizes = [batch, groups, None if not isinstance(per_group, int) or per_group < 0 else per_group]
-    if sizes[2] is None:
-        sizes[2] = arith.MulIOp(b.index(channels // groups), b.index(spatial)).result
-    grouped = b.reshape(b.cast(x, dtype), grouped_type, sizes)
-    stats_type = ir.RankedTensorType.get([*static, 1], element)
-    mean = bz.MeanOp(grouped, [2], keepdim=True, results=[stats_type]).result
-    centered = bz.SubOp(grouped, mean).result
-    variance = bz.MeanOp(bz.MulOp(centered, centered).result, [2], keepdim=True, results=[stats_type]).result
-    rstd = bz.RsqrtOp(bz.AddOp(variance, b.constant(eps, dtype)).result).result
-    normalized_type = ir.RankedTensorType.get(
-        [s if s is not None else ir.ShapedType.get_dynamic_size() for s in shape], element)
-    y = b.reshape(bz.MulOp(centered, rstd).result, normalized_type,
+    dynamic = ir.ShapedType.get_dynamic_size()
+
+    def static(size):
+        return size if isinstance(size, int) else dynamic
+
+    per_group = ((channels // groups) * spatial if isinstance(spatial, int)
+                 else arith.MulIOp(b.index(channels // groups), b.index(spatial)).result)
+    grouped_type = ir.RankedTensorType.get([static(batch), groups, static(per_group)], element)
+    grouped = b.reshape(b.cast(x, dtype), grouped_type, [batch, groups, per_group])
+    stats_type = ir.RankedTensorType.get([static(batch), groups, 1], element)
+    y, mean, rstd = normalized(b, grouped, [2], stats_type, eps)
+    y = b.reshape(y, ir.RankedTensorType.get([static(s) for s in shape], element),
                   [b.size(x, d) for d in range(len(shape))])
     if weight is not None:
         y = bz.MulOp(y, _per_channel(b, b.cast(weight, dtype), len(shape))).result
     if bias is not None:
         y = bz.AddOp(y, _per_channel(b, b.cast(bias, dtype), len(shape))).result
-    stats = ir.RankedTensorType.get(static, element)
+    stats = ir.RankedTensorType.get([static(batch), groups], element)
     return (b.cast(y, out_dtype), b.cast(b.reshape(mean, stats, [batch, groups]), b.out_dtype(1)),
             b.cast(b.reshape(rstd, stats, [batch, groups]), b.out_dtype(2)))
