@@ -165,4 +165,66 @@ def BrazeLowerKernels : Pass<"braze-lower-kernels", "::mlir::func::FuncOp"> {
   ];
 }
 
+def BrazeCollapseDims : Pass<"braze-collapse-dims", "::mlir::func::FuncOp"> {
+  let summary = "Merge adjacent iteration dims of a kernel into one";
+  let description = [{
+    A kernel over an NCHW activation loops over W innermost; with W = 7 or
+    14 that loop is too short to vectorize or to amortize its setup. When
+    every tensor the kernel reads or writes holds two adjacent domain dims
+    as one contiguous run (both indices side by side, in order, or neither
+    of them), the dims become one: inputs are read through a `braze.reshape`
+    that merges them (a view of a contiguous tensor), results are written
+    merged and reshaped back, and the body indexes the pair with one index.
+
+    Which kernels: those with a dynamic domain or at least `min-points`
+    points (in a smaller one the loops take no time either way, and each
+    reshape is a host step per call). Which pairs: in a kernel without reduction dims, the trailing dims; in a
+    reduction kernel, the run of reduction dims that ends at its last one
+    (the innermost reduction loop). Merging goes outward from there while
+    the inner extent is static and shorter than `short-extent`, and stops at
+    the first pair that cannot merge: a pair whose indices enter arithmetic
+    (an iota, a triangle mask), that some tensor holds apart, transposed or
+    at different positions in different accesses, that mixes a reduction
+    dim with a parallel one, or whose dynamic extents are used other than
+    as their product (a mean's element count stays right: the product of
+    the pair's extents becomes the merged extent).
+
+    ```mlir
+    %y = braze.kernel ins(%x : tensor<8x16x7x7xf32>) domain [8, 16, 7, 7] reduce [2, 3]
+        : tensor<8x16xf32> {
+    ^bb0(%n: index, %c: index, %h: index, %w: index, %e0: index, %e1: index,
+         %e2: index, %e3: index, %a: tensor<8x16x7x7xf32>):
+      %v = tensor.extract %a[%n, %c, %h, %w] : tensor<8x16x7x7xf32>
+      %s = braze.reduce "add" %v : f32 -> f32
+      braze.store %s, 0 [%n, %c] : f32
+    }
+    ```
+    becomes
+    ```mlir
+    %r = braze.reshape %x : tensor<8x16x7x7xf32> -> tensor<8x16x49xf32>
+    %y = braze.kernel ins(%r : tensor<8x16x49xf32>) domain [8, 16, 49] reduce [2]
+        : tensor<8x16xf32> {
+    ^bb0(%n: index, %c: index, %hw: index, %e0: index, %e1: index,
+         %e2: index, %a: tensor<8x16x49xf32>):
+      %v = tensor.extract %a[%n, %c, %hw] : tensor<8x16x49xf32>
+      %s = braze.reduce "add" %v : f32 -> f32
+      braze.store %s, 0 [%n, %c] : f32
+    }
+    ```
+    The order of the points is unchanged (row-major over the pair), so an
+    argmax's linear index and every result are the same.
+  }];
+  let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"shortExtent", "short-extent", "int64_t", "128",
+           "Merge while the inner dim's static extent is below this">,
+    Option<"minPoints", "min-points", "int64_t", "4096",
+           "Leave kernels with fewer points (a static domain) as they are">,
+  ];
+  let statistics = [
+    Statistic<"numCollapsed", "collapsed-dims", "Pairs of dims merged">,
+  ];
+}
+
 #endif // BRAZE_PASSES

@@ -22,6 +22,8 @@ DEFAULT_OPTIONS = {
     # Groups a cheap shared pointwise op may be recomputed in (see
     # braze-fuse-pointwise).
     "recompute_limit": 2,
+    # Merge a kernel's short trailing dims into one loop (braze-collapse-dims).
+    "collapse_dims": True,
     # Measure each static convolution in both memory formats and run it in
     # the faster (braze-tune-convolutions).
     "tune_convolutions": True,
@@ -48,8 +50,9 @@ def _check_target(target: str) -> None:
 def pipeline(options: dict) -> str:
     """The pass pipeline that takes captured IR to the kernel form."""
     fuse = f"braze-fuse-pointwise{{recompute-limit={int(options['recompute_limit'])}}}," if options["fuse"] else ""
+    collapse = ",braze-collapse-dims" if options["collapse_dims"] else ""
     tune = ",braze-tune-convolutions" if options["tune_convolutions"] else ""
-    return f"braze-simplify,func.func({fuse}braze-lower-kernels),cse{tune}"
+    return f"braze-simplify,func.func({fuse}braze-lower-kernels{collapse}),cse{tune}"
 
 
 class CompiledProgram:

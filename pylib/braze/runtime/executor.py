@@ -211,6 +211,25 @@ class _HostCall:
             env[slot] = value
 
 
+class _ReshapeCall:
+    """A reshape to a static shape: one torch call (a view of a contiguous
+    tensor), without the handler's per-call reading of the op."""
+
+    name = "braze.reshape"
+
+    def __init__(self, op, slots: dict):
+        self.shape = list(op.operation.results[0].type.shape)
+        self.operand = slots[op.operation.operands[0]]
+        self.result = slots[op.operation.results[0]]
+
+    def __call__(self, env: list) -> None:
+        env[self.result] = env[self.operand].reshape(self.shape)
+
+
+def _is_static_reshape(op) -> bool:
+    return op.operation.name == "braze.reshape" and op.operation.results[0].type.has_static_shape
+
+
 class _ConvolutionCall(_HostCall):
     """A convolution through torch (oneDNN), in the memory format the op
     asks for: the input converted to it and the result back per call, a
@@ -301,6 +320,8 @@ class Program:
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
                 call = _ConvolutionCall(op, slots, interpreter, template)
+            elif _is_static_reshape(op):
+                call = _ReshapeCall(op, slots)
             else:
                 call = _HostCall(op, slots, interpreter)
             foldable = name != "func.call" and getattr(call, "deterministic", True)
@@ -332,7 +353,9 @@ class Program:
     @staticmethod
     def _with_launches(steps, library, launches: dict[str, list[str]]):
         """Replaces each run of kernel steps a launch function starts by one
-        step calling it."""
+        step calling it. Reshapes among them (views that braze-collapse-dims
+        puts around kernels) run before the launch when they read nothing
+        the run computes, after it otherwise."""
         first = {members[0]: (name, members) for name, members in launches.items()}
         merged = []
         index = 0
@@ -343,17 +366,34 @@ class Program:
                 index += 1
                 continue
             name, members = first[call.name]
-            run = steps[index:index + len(members)]
-            if [s[0].name for s in run] != members:  # a member ran when the program was built
+            kernels, views, end = [], [], index
+            while end < len(steps) and len(kernels) < len(members):
+                if isinstance(steps[end][0], _KernelCall):
+                    kernels.append(steps[end])
+                elif getattr(steps[end][0], "name", None) == "braze.reshape":
+                    views.append(steps[end])
+                else:
+                    break
+                end += 1
+            if [s[0].name for s in kernels] != members:  # a member ran when the program was built
                 merged.append(steps[index])
                 index += 1
                 continue
+            produced = {slot for s in kernels for slot in s[2]}
+            before, after = [], []
+            for view in views:
+                later = any(slot in produced for slot in view[1])
+                (after if later else before).append(view)
+                if later:
+                    produced.update(view[2])
             function = getattr(library, name)
             function.restype = ctypes.c_int
             function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-            merged.append((_LaunchCall(function, [s[0] for s in run]),
-                           [slot for s in run for slot in s[1]], [slot for s in run for slot in s[2]]))
-            index += len(members)
+            merged += before
+            merged.append((_LaunchCall(function, [s[0] for s in kernels]),
+                           [slot for s in kernels for slot in s[1]], [slot for s in kernels for slot in s[2]]))
+            merged += after
+            index = end
         return merged
 
     def _plan_reuse(self, steps, values: dict[int, ir.Value], fresh: set[int]) -> None:

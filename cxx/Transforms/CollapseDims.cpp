@@ -1,0 +1,360 @@
+//===- CollapseDims.cpp - the braze-collapse-dims pass --------------------===//
+//
+// Merges two adjacent dims of a kernel's iteration domain into one when every
+// tensor the kernel reads or writes holds them as one contiguous run, so that
+// a short innermost loop (7x7 images, a W of 14) becomes one long loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Dialect/BrazeDialect.h"
+#include "Dialect/BrazeOps.h"
+#include "Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace braze {
+#define GEN_PASS_DEF_BRAZECOLLAPSEDIMS
+#include "braze/Passes.h.inc"
+} // namespace braze
+
+using namespace mlir;
+using namespace braze;
+
+namespace {
+/// A tensor access's index operands (tensor.extract or braze.store).
+OperandRange indicesOf(Operation *access) {
+  if (auto extract = dyn_cast<tensor::ExtractOp>(access))
+    return extract.getIndices();
+  return cast<StoreOp>(access).getIndices();
+}
+
+int64_t product(int64_t a, int64_t b) {
+  if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
+    return ShapedType::kDynamic;
+  return a * b;
+}
+
+/// `type` with dims `position` and `position + 1` as one.
+RankedTensorType merged(RankedTensorType type, int64_t position) {
+  SmallVector<int64_t> shape(type.getShape());
+  shape[position] = product(shape[position], shape[position + 1]);
+  shape.erase(shape.begin() + position + 1);
+  return type.clone(shape);
+}
+
+/// The sizes operands a braze.reshape to `type` needs: one per dynamic dim
+/// when there are several, none otherwise.
+SmallVector<Value> reshapeSizes(RankedTensorType type,
+                                function_ref<Value(int64_t)> sizeOf) {
+  SmallVector<Value> sizes;
+  if (type.getNumDynamicDims() < 2)
+    return sizes;
+  for (int64_t position = 0; position < type.getRank(); ++position)
+    if (type.isDynamicDim(position))
+      sizes.push_back(sizeOf(position));
+  return sizes;
+}
+
+/// Where a tensor's accesses hold the pair of domain dims being merged.
+struct Holding {
+  static constexpr int64_t unseen = -2;
+  static constexpr int64_t unused = -1; // no access uses either index
+  int64_t position = unseen;            // else: the pair's first position
+  bool consistent = true;
+};
+
+class Collapser {
+public:
+  Collapser(KernelOp kernel, int64_t shortExtent, int64_t minPoints,
+            SmallVectorImpl<ReshapeOp> &reshapes)
+      : kernel(kernel), shortExtent(shortExtent), minPoints(minPoints),
+        reshapes(reshapes) {}
+
+  /// Merges pairs of dims from the innermost one of the kernel's loop nest
+  /// outward while the inner extent is short and a merge is possible.
+  /// Returns the number of merges.
+  int64_t run();
+
+private:
+  bool canMerge(unsigned dim);
+  void merge(unsigned dim);
+  Value extentBefore(unsigned dim, OpBuilder &builder);
+
+  KernelOp kernel;
+  int64_t shortExtent, minPoints;
+  SmallVectorImpl<ReshapeOp> &reshapes; // every reshape made
+  // Found by canMerge, used by merge: where each input and result that uses
+  // the pair holds it, and the body's products of the pair's extents.
+  DenseMap<unsigned, int64_t> inputPositions, resultPositions;
+  SmallVector<Operation *> extentProducts;
+};
+
+int64_t Collapser::run() {
+  int64_t merges = 0;
+  // A kernel this small runs its loops in no time either way, and each
+  // reshape costs a host step per call.
+  int64_t points = 1;
+  for (int64_t extent : kernel.getStaticDomain())
+    points = product(points, extent);
+  if (!ShapedType::isDynamic(points) && points < minPoints)
+    return 0;
+  ArrayRef<int64_t> reduce = kernel.getReduce();
+  // Reduction kernels: the run of reduction dims ending at the last one (the
+  // innermost reduction loop); pointwise kernels: the trailing dims. The
+  // parallel points of a reduction kernel are one flattened loop already.
+  bool reduced = !reduce.empty();
+  int64_t dim = reduced ? reduce.back()
+                        : static_cast<int64_t>(kernel.getRank()) - 1;
+  while (dim >= 1) {
+    int64_t inner = kernel.getStaticDomain()[dim];
+    if (ShapedType::isDynamic(inner) || inner >= shortExtent)
+      break;
+    bool outerReduced =
+        llvm::is_contained(kernel.getReduce(), static_cast<int64_t>(dim - 1));
+    if (outerReduced != reduced || !canMerge(dim - 1))
+      break;
+    merge(dim - 1);
+    ++merges;
+    --dim;
+  }
+  return merges;
+}
+
+bool Collapser::canMerge(unsigned dim) {
+  Block &body = kernel.getBody().front();
+  unsigned rank = kernel.getRank();
+  BlockArgument outer = kernel.getIndex(dim), inner = kernel.getIndex(dim + 1);
+  inputPositions.clear();
+  resultPositions.clear();
+  extentProducts.clear();
+  // The pair's indices may only index tensors, never enter arithmetic.
+  for (BlockArgument index : {outer, inner})
+    for (OpOperand &use : index.getUses()) {
+      Operation *user = use.getOwner();
+      if (!isa<tensor::ExtractOp, StoreOp>(user) ||
+          use.getOperandNumber() < indicesOf(user).getBeginOperandIndex())
+        return false;
+    }
+  // Each access uses both indices side by side, in order, or neither; all
+  // accesses of one tensor hold them at one position.
+  DenseMap<unsigned, Holding> inputs, results;
+  auto record = [&](Holding &holding, Operation *access) {
+    OperandRange indices = indicesOf(access);
+    int64_t position = Holding::unused, uses = 0;
+    for (auto [number, index] : llvm::enumerate(indices)) {
+      uses += index == outer || index == inner;
+      if (index == outer && number + 1 < indices.size() &&
+          indices[number + 1] == inner)
+        position = number;
+    }
+    if (uses != 0 && (uses != 2 || position == Holding::unused))
+      holding.consistent = false;
+    else if (holding.position == Holding::unseen)
+      holding.position = position;
+    else if (holding.position != position)
+      holding.consistent = false;
+  };
+  for (Operation &op : body) {
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+      auto argument = dyn_cast<BlockArgument>(extract.getTensor());
+      if (!argument || argument.getArgNumber() < 2 * rank)
+        return false;
+      record(inputs[argument.getArgNumber() - 2 * rank], &op);
+    } else if (auto store = dyn_cast<StoreOp>(op)) {
+      // Reshaping a result back needs each of its dynamic sizes: the extent
+      // of the domain dim its stores index it by.
+      auto type = cast<RankedTensorType>(
+          kernel->getResult(store.getResult()).getType());
+      for (auto [position, index] : llvm::enumerate(store.getIndices())) {
+        auto argument = dyn_cast<BlockArgument>(index);
+        if (type.isDynamicDim(position) &&
+            (!argument || argument.getArgNumber() >= rank))
+          return false;
+      }
+      record(results[store.getResult()], &op);
+    }
+  }
+  for (auto [held, positions] : {std::pair{&inputs, &inputPositions},
+                                 std::pair{&results, &resultPositions}})
+    for (auto &[number, holding] : *held) {
+      if (!holding.consistent)
+        return false;
+      if (holding.position >= 0)
+        (*positions)[number] = holding.position;
+    }
+  // The extents: their product becomes the merged extent; either alone is
+  // a constant when static, and has no value once merged when dynamic.
+  BlockArgument outerExtent = kernel.getExtent(dim),
+                innerExtent = kernel.getExtent(dim + 1);
+  bool dynamic = ShapedType::isDynamic(kernel.getStaticDomain()[dim]) ||
+                 ShapedType::isDynamic(kernel.getStaticDomain()[dim + 1]);
+  for (BlockArgument extent : {outerExtent, innerExtent})
+    for (Operation *user : extent.getUsers()) {
+      auto multiply = dyn_cast<arith::MulIOp>(user);
+      bool ofPair = multiply &&
+                    ((multiply.getLhs() == outerExtent &&
+                      multiply.getRhs() == innerExtent) ||
+                     (multiply.getLhs() == innerExtent &&
+                      multiply.getRhs() == outerExtent));
+      if (ofPair) {
+        if (!llvm::is_contained(extentProducts, user))
+          extentProducts.push_back(user);
+      } else if (dynamic) {
+        return false;
+      }
+    }
+  return true;
+}
+
+/// The extent of domain dim `dim`, as a value before the kernel.
+Value Collapser::extentBefore(unsigned dim, OpBuilder &builder) {
+  ArrayRef<int64_t> domain = kernel.getStaticDomain();
+  if (!ShapedType::isDynamic(domain[dim]))
+    return arith::ConstantIndexOp::create(builder, kernel.getLoc(),
+                                          domain[dim]);
+  return kernel.getDynamicDomain()[llvm::count_if(domain.take_front(dim),
+                                                  ShapedType::isDynamic)];
+}
+
+/// The size of dim `position` of `tensor`, as a value.
+Value sizeBefore(Value tensor, int64_t position, OpBuilder &builder,
+                 Location loc) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (!type.isDynamicDim(position))
+    return arith::ConstantIndexOp::create(builder, loc,
+                                          type.getDimSize(position));
+  return tensor::DimOp::create(builder, loc, tensor, position);
+}
+
+void Collapser::merge(unsigned dim) {
+  Block &body = kernel.getBody().front();
+  unsigned rank = kernel.getRank();
+  Location loc = kernel.getLoc();
+  OpBuilder builder(kernel);
+  SmallVector<int64_t> domain(kernel.getStaticDomain());
+
+  // Inputs are read through a reshape that merges the pair.
+  SmallVector<Value> inputs(kernel.getInputs());
+  for (auto [number, position] : inputPositions) {
+    Value input = inputs[number];
+    auto type = merged(cast<RankedTensorType>(input.getType()), position);
+    SmallVector<Value> sizes = reshapeSizes(type, [&](int64_t target) {
+      if (target != position)
+        return sizeBefore(input, target < position ? target : target + 1,
+                          builder, loc);
+      return arith::MulIOp::create(
+                 builder, loc, sizeBefore(input, position, builder, loc),
+                 sizeBefore(input, position + 1, builder, loc))
+          .getResult();
+    });
+    auto reshape = ReshapeOp::create(builder, loc, type, input, sizes);
+    reshapes.push_back(reshape);
+    inputs[number] = reshape;
+    kernel.getInputArgument(number).setType(type);
+  }
+
+  // One extent operand for the pair when the merged extent is dynamic.
+  Value mergedExtent;
+  if (ShapedType::isDynamic(product(domain[dim], domain[dim + 1])))
+    mergedExtent =
+        arith::MulIOp::create(builder, loc, extentBefore(dim, builder),
+                              extentBefore(dim + 1, builder));
+  SmallVector<Value> dynamicDomain;
+  unsigned seen = 0;
+  for (auto [number, extent] : llvm::enumerate(domain)) {
+    Value operand = ShapedType::isDynamic(extent)
+                        ? kernel.getDynamicDomain()[seen++]
+                        : Value();
+    if (number == dim && mergedExtent)
+      dynamicDomain.push_back(mergedExtent);
+    else if (number != dim && number != dim + 1 && operand)
+      dynamicDomain.push_back(operand);
+  }
+
+  // Results are written merged and reshaped back for their users.
+  builder.setInsertionPointAfter(kernel);
+  for (auto [number, position] : resultPositions) {
+    OpResult result = kernel->getResult(number);
+    auto original = cast<RankedTensorType>(result.getType());
+    StoreOp store;
+    for (StoreOp candidate : body.getOps<StoreOp>())
+      if (candidate.getResult() == static_cast<int64_t>(number))
+        store = candidate;
+    SmallVector<Value> sizes = reshapeSizes(original, [&](int64_t target) {
+      auto index = cast<BlockArgument>(store.getIndices()[target]);
+      return extentBefore(index.getArgNumber(), builder);
+    });
+    result.setType(merged(original, position));
+    auto back = ReshapeOp::create(builder, loc, original, result, sizes);
+    reshapes.push_back(back);
+    result.replaceAllUsesExcept(back.getResult(), back);
+  }
+  kernel.getInputsMutable().assign(inputs);
+  kernel.getDynamicDomainMutable().assign(dynamicDomain);
+
+  // The body: accesses index the pair with the outer index alone, which now
+  // runs over the merged extent, held by the outer extent argument.
+  BlockArgument inner = kernel.getIndex(dim + 1);
+  for (Operation *access : llvm::to_vector(inner.getUsers())) {
+    OperandRange indices = indicesOf(access);
+    unsigned first = indices.getBeginOperandIndex();
+    for (auto [number, index] : llvm::enumerate(indices))
+      if (index == inner) {
+        access->eraseOperand(first + number);
+        break;
+      }
+  }
+  BlockArgument outerExtent = kernel.getExtent(dim),
+                innerExtent = kernel.getExtent(dim + 1);
+  OpBuilder inside = OpBuilder::atBlockBegin(&body);
+  for (auto [argument, extent] : {std::pair{outerExtent, domain[dim]},
+                                  std::pair{innerExtent, domain[dim + 1]}}) {
+    auto alone = [&](OpOperand &use) {
+      return !llvm::is_contained(extentProducts, use.getOwner());
+    };
+    if (llvm::none_of(argument.getUses(), alone))
+      continue;
+    Value constant = arith::ConstantIndexOp::create(inside, loc, extent);
+    argument.replaceUsesWithIf(constant, alone);
+  }
+  for (Operation *multiply : extentProducts) {
+    multiply->getResult(0).replaceAllUsesWith(outerExtent);
+    multiply->erase();
+  }
+  body.eraseArgument(rank + dim + 1);
+  body.eraseArgument(dim + 1);
+
+  domain[dim] = product(domain[dim], domain[dim + 1]);
+  domain.erase(domain.begin() + dim + 1);
+  SmallVector<int64_t> reduce;
+  for (int64_t reduced : kernel.getReduce())
+    if (reduced != static_cast<int64_t>(dim + 1))
+      reduce.push_back(reduced > static_cast<int64_t>(dim) ? reduced - 1
+                                                           : reduced);
+  kernel.setStaticDomain(domain);
+  kernel.setReduce(reduce);
+}
+
+struct BrazeCollapseDimsPass
+    : braze::impl::BrazeCollapseDimsBase<BrazeCollapseDimsPass> {
+  using BrazeCollapseDimsBase::BrazeCollapseDimsBase;
+
+  void runOnOperation() override {
+    SmallVector<ReshapeOp> reshapes;
+    getOperation().walk([&](KernelOp kernel) {
+      numCollapsed +=
+          Collapser(kernel, shortExtent, minPoints, reshapes).run();
+    });
+    // Merging twice reshapes twice: each reshape reads the first one's
+    // input instead (only the row-major order matters), so the program
+    // makes one view per tensor, not a chain.
+    for (ReshapeOp reshape : reshapes)
+      if (auto inner = reshape.getInput().getDefiningOp<ReshapeOp>())
+        reshape.getInputMutable().assign(inner.getInput());
+    for (ReshapeOp reshape : llvm::reverse(reshapes))
+      if (reshape->use_empty())
+        reshape->erase();
+  }
+};
+} // namespace
