@@ -22,11 +22,15 @@ DEFAULT_OPTIONS = {
     # Groups a cheap shared pointwise op may be recomputed in (see
     # braze-fuse-pointwise).
     "recompute_limit": 2,
+    # Run 2-D convolutions, and the pointwise kernels between them, on
+    # channels-last memory (braze-channels-last).
+    "channels_last": True,
     # Merge a kernel's short trailing dims into one loop (braze-collapse-dims).
     "collapse_dims": True,
     # Measure each static convolution in both memory formats and run it in
-    # the faster (braze-tune-convolutions).
-    "tune_convolutions": True,
+    # the faster (braze-tune-convolutions): an alternative to channels_last
+    # for networks that mix layouts; its choice depends on the machine's load.
+    "tune_convolutions": False,
     # Directory of the compiled-library cache (default: BRAZE_CACHE_DIR).
     "cache_dir": None,
 }
@@ -50,9 +54,10 @@ def _check_target(target: str) -> None:
 def pipeline(options: dict) -> str:
     """The pass pipeline that takes captured IR to the kernel form."""
     fuse = f"braze-fuse-pointwise{{recompute-limit={int(options['recompute_limit'])}}}," if options["fuse"] else ""
+    layout = ",braze-channels-last" if options["channels_last"] else ""
     collapse = ",braze-collapse-dims" if options["collapse_dims"] else ""
     tune = ",braze-tune-convolutions" if options["tune_convolutions"] else ""
-    return f"braze-simplify,func.func({fuse}braze-lower-kernels{collapse}),cse{tune}"
+    return f"braze-simplify,func.func({fuse}braze-lower-kernels{layout}{collapse}),cse{tune}"
 
 
 class CompiledProgram:

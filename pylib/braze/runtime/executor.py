@@ -21,6 +21,7 @@ from __future__ import annotations
 import array
 import ctypes
 import math
+import operator
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -211,29 +212,35 @@ class _HostCall:
             env[slot] = value
 
 
-class _ReshapeCall:
-    """A reshape to a static shape: one torch call (a view of a contiguous
-    tensor), without the handler's per-call reading of the op."""
-
-    name = "braze.reshape"
+class _ViewCall:
+    """A permute, or a reshape to a static shape: one torch call (a view
+    where the layout allows), without the handler's per-call reading of the
+    op. braze-channels-last and braze-collapse-dims put these around
+    kernels."""
 
     def __init__(self, op, slots: dict):
-        self.shape = list(op.operation.results[0].type.shape)
+        self.name = op.operation.name
         self.operand = slots[op.operation.operands[0]]
         self.result = slots[op.operation.results[0]]
+        if self.name == "braze.permute":
+            self.view = operator.methodcaller("permute", list(op.attributes["permutation"]))
+        else:
+            self.view = operator.methodcaller("reshape", list(op.operation.results[0].type.shape))
 
     def __call__(self, env: list) -> None:
-        env[self.result] = env[self.operand].reshape(self.shape)
+        env[self.result] = self.view(env[self.operand])
 
 
-def _is_static_reshape(op) -> bool:
-    return op.operation.name == "braze.reshape" and op.operation.results[0].type.has_static_shape
+def _is_fast_view(op) -> bool:
+    name = op.operation.name
+    return name == "braze.permute" or (
+        name == "braze.reshape" and op.operation.results[0].type.has_static_shape)
 
 
 class _ConvolutionCall(_HostCall):
     """A convolution through torch (oneDNN), in the memory format the op
-    asks for: the input converted to it and the result back per call, a
-    constant weight converted once, here."""
+    asks for: the input converted to it per call (unless it is in it
+    already), a constant weight once, here; the result stays in it."""
 
     def __init__(self, op, slots: dict, interpreter: Interpreter, template: dict):
         super().__init__(op, slots, interpreter)
@@ -250,7 +257,7 @@ class _ConvolutionCall(_HostCall):
             x = x.contiguous(memory_format=self.layout)
             weight = self.weight if self.weight is not None else weight.contiguous(memory_format=self.layout)
         result = torch.ops.aten.convolution.default(x, weight, bias[0] if bias else None, *self.arguments)
-        env[self.results[0]] = result.contiguous()
+        env[self.results[0]] = result
 
 
 class _ExternCall:
@@ -320,8 +327,8 @@ class Program:
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
                 call = _ConvolutionCall(op, slots, interpreter, template)
-            elif _is_static_reshape(op):
-                call = _ReshapeCall(op, slots)
+            elif _is_fast_view(op):
+                call = _ViewCall(op, slots)
             else:
                 call = _HostCall(op, slots, interpreter)
             foldable = name != "func.call" and getattr(call, "deterministic", True)
@@ -353,8 +360,8 @@ class Program:
     @staticmethod
     def _with_launches(steps, library, launches: dict[str, list[str]]):
         """Replaces each run of kernel steps a launch function starts by one
-        step calling it. Reshapes among them (views that braze-collapse-dims
-        puts around kernels) run before the launch when they read nothing
+        step calling it. Views among them (that braze-collapse-dims and
+        braze-channels-last put around kernels) run before the launch when they read nothing
         the run computes, after it otherwise."""
         first = {members[0]: (name, members) for name, members in launches.items()}
         merged = []
@@ -370,7 +377,7 @@ class Program:
             while end < len(steps) and len(kernels) < len(members):
                 if isinstance(steps[end][0], _KernelCall):
                     kernels.append(steps[end])
-                elif getattr(steps[end][0], "name", None) == "braze.reshape":
+                elif getattr(steps[end][0], "name", None) in ("braze.reshape", "braze.permute"):
                     views.append(steps[end])
                 else:
                     break

@@ -197,7 +197,8 @@ def test_convolution_memory_format(format_):
     if format_:
         text = text.replace("groups 1 :", f'groups 1 memory_format "{format_}" :')
     exported = braze.export(model, (x,))
-    compiled = braze.compile_mlir(text, parameters=exported.parameters, options={"tune_convolutions": False})
+    compiled = braze.compile_mlir(text, parameters=exported.parameters,
+                                  options={"tune_convolutions": False, "channels_last": False})
     assert str(compiled.module).count("memory_format") == (2 if format_ else 0)
     with torch.no_grad():
         torch.testing.assert_close(compiled(x)[0], model(x), rtol=1e-4, atol=1e-5)
@@ -205,3 +206,41 @@ def test_convolution_memory_format(format_):
     dynamic = braze.export(model, (x,), dynamic_shapes=({0: batch},))
     tune_convolutions(dynamic.module.mlir_module.operation)
     assert "memory_format" not in str(dynamic)
+
+
+class Block(nn.Module):
+    """A residual block with a depthwise conv and a squeeze-excitation
+    mean: channels-last from conv to conv, a reduction in between."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = nn.Conv2d(8, 16, 1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.depthwise = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.project = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.silu(self.bn(self.expand(x)))
+        y = torch.nn.functional.silu(self.depthwise(y))
+        y = y * y.mean((2, 3), keepdim=True).sigmoid()
+        return self.project(y) + x
+
+
+def test_channels_last_carries_activations_from_conv_to_conv():
+    model = Block().eval()
+    x = torch.randn(2, 8, 12, 12)
+    compiled = braze.compile(model, (x,))
+    text = str(compiled.module)
+    assert text.count('memory_format "channels_last"') == 3
+    # The pointwise kernels after the convolutions iterate in NHWC order.
+    assert "braze.permute" in text and "domain [2, 12, 12, 16]" in text
+    with torch.no_grad():
+        want = model(x)
+        torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-5)
+        # The same model without the pass: the same numbers.
+        plain = braze.compile(model, (x,), options={"channels_last": False})
+        assert "braze.permute" not in str(plain.module)
+        torch.testing.assert_close(plain(x), want, rtol=1e-4, atol=1e-5)
+        # A channels-last input is read as it is.
+        torch.testing.assert_close(compiled(x.contiguous(memory_format=torch.channels_last)), want,
+                                   rtol=1e-4, atol=1e-5)

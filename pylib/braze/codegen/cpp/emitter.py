@@ -657,7 +657,7 @@ def plan_launches(operations: list[ir.OpView]) -> list[list[int]]:
         name = op.operation.name
         if name in ("braze.constant", "braze.parameter", "arith.constant"):
             continue
-        if name == "braze.reshape":
+        if name in ("braze.reshape", "braze.permute"):
             # A view: it runs before the launch, or after it when it reads a
             # result of the run (and then so do its users).
             if any(v in produced for v in op.operation.operands):

@@ -1,0 +1,108 @@
+// RUN: braze-opt %s -braze-channels-last -split-input-file | FileCheck %s
+
+// Tests that a convolution runs channels-last and the pointwise kernel that
+// reads its result iterates in NHWC order: 4-D tensors through permutes,
+// accesses reordered, a per-channel input of lower rank indexed by the same
+// channel index as before, the result permuted back.
+// CHECK-LABEL: func.func @conv_bias
+// CHECK-SAME: (%[[X:.*]]: tensor<2x8x14x14xf32>, %[[W:.*]]: tensor<8x8x3x3xf32>, %[[B:.*]]: tensor<8x1x1xf32>, %[[R:.*]]: tensor<1x8x1x1xf32>)
+// CHECK: %[[Y:.*]] = braze.convolution %[[X]], %[[W]] {{.*}} memory_format "channels_last"
+// CHECK: %[[V:.*]] = braze.permute %[[Y]] [0, 2, 3, 1] : tensor<2x8x14x14xf32> -> tensor<2x14x14x8xf32>
+// CHECK: %[[RV:.*]] = braze.permute %[[R]] [0, 2, 3, 1] : tensor<1x8x1x1xf32> -> tensor<1x1x1x8xf32>
+// CHECK: %[[K:.*]] = braze.kernel ins(%[[V]], %[[B]], %[[RV]] : tensor<2x14x14x8xf32>, tensor<8x1x1xf32>, tensor<1x1x1x8xf32>) domain [2, 14, 14, 8] reduce [] : tensor<2x14x14x8xf32>
+// CHECK: ^bb0(%[[N:.*]]: index, %[[H:.*]]: index, %[[WW:.*]]: index, %[[C:.*]]: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %[[A:.*]]: tensor<2x14x14x8xf32>, %[[BB:.*]]: tensor<8x1x1xf32>, %[[RR:.*]]: tensor<1x1x1x8xf32>):
+// CHECK: tensor.extract %[[A]][%[[N]], %[[H]], %[[WW]], %[[C]]]
+// CHECK: tensor.extract %[[BB]][%[[C]], %{{.*}}, %{{.*}}] : tensor<8x1x1xf32>
+// CHECK: tensor.extract %[[RR]][%{{.*}}, %{{.*}}, %{{.*}}, %[[C]]] : tensor<1x1x1x8xf32>
+// CHECK: braze.store %{{.*}}, 0 [%[[N]], %[[H]], %[[WW]], %[[C]]] : f32
+// CHECK: %[[OUT:.*]] = braze.permute %[[K]] [0, 3, 1, 2] : tensor<2x14x14x8xf32> -> tensor<2x8x14x14xf32>
+// CHECK: %[[Z:.*]] = braze.convolution %[[OUT]], %[[W]] {{.*}} memory_format "channels_last"
+// CHECK: return %[[Z]]
+func.func @conv_bias(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x3x3xf32>, %b: tensor<8x1x1xf32>, %r: tensor<1x8x1x1xf32>) -> tensor<2x8x14x14xf32> {
+  %y = braze.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x3x3xf32> -> tensor<2x8x14x14xf32>
+  %k = braze.kernel ins(%y, %b, %r : tensor<2x8x14x14xf32>, tensor<8x1x1xf32>, tensor<1x8x1x1xf32>) domain [2, 8, 14, 14] reduce [] : tensor<2x8x14x14xf32> {
+  ^bb0(%n: index, %c: index, %h: index, %ww: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x8x14x14xf32>, %bb: tensor<8x1x1xf32>, %rr: tensor<1x8x1x1xf32>):
+    %c0 = arith.constant 0 : index
+    %v = tensor.extract %a[%n, %c, %h, %ww] : tensor<2x8x14x14xf32>
+    %u = tensor.extract %bb[%c, %c0, %c0] : tensor<8x1x1xf32>
+    %s = arith.addf %v, %u : f32
+    %q = tensor.extract %rr[%c0, %c, %c0, %c0] : tensor<1x8x1x1xf32>
+    %t = arith.mulf %s, %q : f32
+    braze.store %t, 0 [%n, %c, %h, %ww] : f32
+  }
+  %z = braze.convolution %k, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x3x3xf32> -> tensor<2x8x14x14xf32>
+  return %z : tensor<2x8x14x14xf32>
+}
+
+// -----
+
+// Tests dynamic extents: they follow their dims into the NHWC order.
+// CHECK-LABEL: func.func @dynamic
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8x?x14xf32>, %[[W:.*]]: tensor<8x8x1x1xf32>, %[[N:.*]]: index, %[[H:.*]]: index)
+// CHECK: braze.kernel ins(%{{.*}} : tensor<?x?x14x8xf32>) domain [%[[N]], %[[H]], 14, 8] reduce []
+// CHECK: braze.permute %{{.*}} [0, 3, 1, 2] : tensor<?x?x14x8xf32> -> tensor<?x8x?x14xf32>
+func.func @dynamic(%x: tensor<?x8x?x14xf32>, %w: tensor<8x8x1x1xf32>, %n: index, %h: index) -> tensor<?x8x?x14xf32> {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<?x8x?x14xf32>, tensor<8x8x1x1xf32> -> tensor<?x8x?x14xf32>
+  %k = braze.kernel ins(%y : tensor<?x8x?x14xf32>) domain [%n, 8, %h, 14] reduce [] : tensor<?x8x?x14xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<?x8x?x14xf32>):
+    %v = tensor.extract %a[%i0, %i1, %i2, %i3] : tensor<?x8x?x14xf32>
+    %r = math.exp %v : f32
+    braze.store %r, 0 [%i0, %i1, %i2, %i3] : f32
+  }
+  return %k : tensor<?x8x?x14xf32>
+}
+
+// -----
+
+// Tests that a reduction kernel keeps its order (its sum would be reordered)
+// while its convolution still runs channels-last.
+// CHECK-LABEL: func.func @reduction
+// CHECK: braze.convolution {{.*}} memory_format "channels_last"
+// CHECK-NOT: braze.permute
+// CHECK: domain [2, 8, 14, 14] reduce [2, 3]
+func.func @reduction(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<2x8xf32> {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %k = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [2, 3] : tensor<2x8xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x8x14x14xf32>):
+    %v = tensor.extract %a[%i0, %i1, %i2, %i3] : tensor<2x8x14x14xf32>
+    %s = braze.reduce "add" %v : f32 -> f32
+    braze.store %s, 0 [%i0, %i1] : f32
+  }
+  return %k : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that a kernel reading no channels-last value, and every kernel of a
+// function without a 2-D convolution, keep their order; a 1-D convolution
+// is left as it is.
+// CHECK-LABEL: func.func @no_conv_result
+// CHECK-NOT: braze.permute
+// CHECK: braze.convolution {{.*}} memory_format "channels_last"
+// CHECK-NOT: braze.permute
+// CHECK: domain [2, 8, 14, 14] reduce []
+func.func @no_conv_result(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> (tensor<2x8x14x14xf32>, tensor<2x8x14x14xf32>) {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %k = braze.kernel ins(%x : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [] : tensor<2x8x14x14xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x8x14x14xf32>):
+    %v = tensor.extract %a[%i0, %i1, %i2, %i3] : tensor<2x8x14x14xf32>
+    %r = math.exp %v : f32
+    braze.store %r, 0 [%i0, %i1, %i2, %i3] : f32
+  }
+  return %y, %k : tensor<2x8x14x14xf32>, tensor<2x8x14x14xf32>
+}
+
+// CHECK-LABEL: func.func @conv1d
+// CHECK-NOT: memory_format
+// CHECK-NOT: braze.permute
+// CHECK: return
+func.func @conv1d(%x: tensor<2x8x14xf32>, %w: tensor<8x8x3xf32>) -> tensor<2x8x14xf32> {
+  %y = braze.convolution %x, %w stride [1] padding [1] dilation [1] groups 1 : tensor<2x8x14xf32>, tensor<8x8x3xf32> -> tensor<2x8x14xf32>
+  %k = braze.kernel ins(%y : tensor<2x8x14xf32>) domain [2, 8, 14] reduce [] : tensor<2x8x14xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %e0: index, %e1: index, %e2: index, %a: tensor<2x8x14xf32>):
+    %v = tensor.extract %a[%i0, %i1, %i2] : tensor<2x8x14xf32>
+    %r = math.exp %v : f32
+    braze.store %r, 0 [%i0, %i1, %i2] : f32
+  }
+  return %k : tensor<2x8x14xf32>
+}
