@@ -302,6 +302,7 @@ class Program:
         steps: list[tuple[Any, list[int], list[int]]] = []
         self.output_slots: list[int] = []
         fresh: set[int] = set()
+        readers = Counter(v for op in block.operations for v in op.operation.operands)
         kernel_specs = iter(kernels)
         for op in block.operations:
             name = op.operation.name
@@ -340,7 +341,10 @@ class Program:
                 for result in result_slots:
                     template[result] = env[result]
                 continue
-            if name in _FRESH:
+            if name in _FRESH or (name in _VIEWS and operand_slots[0] in fresh
+                                  and readers[op.operation.operands[0]] == 1):
+                # A view that is a fresh tensor's only reader (the reshape
+                # or permute back after a kernel) is as fresh as the tensor.
                 fresh.update(result_slots)
             steps.append((call, operand_slots, result_slots))
         # Kernels that run per call (those on known values ran above).

@@ -168,3 +168,16 @@ def test_torch_compile_keeps_the_math_ops_on_braze():
         warnings.simplefilter("error")  # a fallback to eager warns
         got = torch.compile(block, backend="braze")(x, y)
     torch.testing.assert_close(got, block(x, y), rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("exponent", [3.0, 1.0, -0.5, -1.0, -2.0])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pow_by_small_exponents_is_eagers_arithmetic(exponent, dtype):
+    """ATen computes these powers by multiplying and dividing (pow(x, 3) is
+    x*x*x); braze does the same, so the bits agree, specials included, and
+    no pow is called (GPT-2's tanh GELU cubes its input)."""
+    x = torch.cat([torch.randn(1000, dtype=dtype) * 10, torch.tensor(SPECIALS, dtype=dtype)])
+    program = compiled(lambda v: torch.pow(v, exponent), x)
+    source = program.stats["source"]  # none for pow(x, 1): the input itself
+    assert source is None or "bz_pow" not in source.read_text().split("braze_kernel_0")[-1]
+    torch.testing.assert_close(program(x), torch.pow(x, exponent), rtol=0, atol=0, equal_nan=True)

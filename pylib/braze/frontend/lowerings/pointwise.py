@@ -188,12 +188,33 @@ def gelu(b, x, approximate="none"):
     return bz.GeluOp(b.tensor(x, b.out_dtype()), approximate=approximate).result
 
 
+def _reciprocal_of(b, x, dtype):
+    return bz.DivOp(b.constant(1, dtype), x, results=[b.out_type()]).result
+
+
+_POW_BY_EXPONENT = {
+    3.0: lambda b, x, dtype: bz.MulOp(bz.MulOp(x, x).result, x).result,
+    1.0: lambda b, x, dtype: x,
+    0.5: lambda b, x, dtype: bz.SqrtOp(x).result,
+    -0.5: lambda b, x, dtype: bz.RsqrtOp(x).result,
+    -1.0: lambda b, x, dtype: _reciprocal_of(b, x, dtype),
+    -2.0: lambda b, x, dtype: _reciprocal_of(b, bz.MulOp(x, x).result, dtype),
+}
+
+
 @lowers(aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor, aten.pow.Scalar)
 def pow_(b, base, exponent):
     dtype = b.out_dtype()
     if exponent == 2 and not is_tensor(exponent):
         x = b.tensor(base, dtype)
         return bz.MulOp(x, x).result
+    if dtype.is_floating_point and is_tensor(base) and not is_tensor(exponent):
+        # ATen computes these exponents without pow (x*x*x, sqrt, 1/x, ...):
+        # the same operations give the same bits, and run at multiply speed
+        # (GPT-2's tanh GELU cubes its input).
+        special = _POW_BY_EXPONENT.get(float(exponent))
+        if special is not None:
+            return special(b, b.tensor(base, dtype), dtype)
     if not dtype.is_floating_point:
         raise BrazeError(f"pow on {dtype} is supported for exponent 2 only")
     return bz.PowOp(b.tensor(base, dtype), b.tensor(exponent, dtype), results=[b.out_type()]).result
