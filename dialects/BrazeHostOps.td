@@ -1,7 +1,8 @@
 //===- BrazeHostOps.td - ops the runtime runs through a library -*- tablegen -*-===//
 //
-// Ops that are not lowered to the kernel form: a convolution, which runs in
-// the vendor library (oneDNN through PyTorch on the CPU), and `extern`, any
+// Ops that are not lowered to the kernel form: a convolution and an
+// attention, which run in the vendor library (oneDNN and PyTorch's fused
+// CPU attention through PyTorch on the CPU), and `extern`, any
 // aten op braze has no lowering for, which runs through PyTorch so that one
 // unsupported op never sends a whole graph back to eager. Fusion passes
 // treat both as barriers.
@@ -27,10 +28,12 @@ def Braze_ConvolutionOp : Braze_Op<"convolution", [Pure]> {
     The runtime calls the vendor library; the pointwise ops that follow
     (bias, batch norm in inference, activation, residual) fuse into one
     kernel after it. `memory_format = "channels_last"` asks the runtime to
-    run the library in that layout (the input and the weight converted,
-    the result converted back): faster for many shapes on oneDNN, chosen
-    by measurement (`braze-tune-convolutions`). It changes only the
-    library's summation order, never the result's shape or layout.
+    run the library in that layout (the input and the weight converted
+    unless they are in it; the result is in it too, a logical NCHW tensor
+    with NHWC strides): faster for most shapes on oneDNN, set on every 2-D
+    convolution by `braze-channels-last` (or by measurement,
+    `braze-tune-convolutions`). It changes only the library's summation
+    order and the result's strides, never its shape.
 
     ```mlir
     %y = braze.convolution %x, %w bias %b stride [2, 2] padding [3, 3]
@@ -89,6 +92,44 @@ def Braze_ExternOp : Braze_Op<"extern"> {
   let assemblyFormat = [{
     $target `(` $inputs `)` `args` $arguments (`kwargs` $keywords^)?
     attr-dict `:` functional-type($inputs, $results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Braze_AttentionOp : Braze_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention, with an optional mask";
+  let description = [{
+    PyTorch's `scaled_dot_product_attention` in inference:
+    `softmax(query @ key^T * scale + mask) @ value`. `query` is
+    `batch... x L x E`, `key` `batch... x S x E`, `value` `batch... x S x Ev`,
+    the result `batch... x L x Ev`; the batch dims of key and value
+    broadcast against the query's, and with `gqa` a head dim (the one
+    before L) of key and value may divide the query's (grouped-query
+    attention: each key/value head serves that many query heads). `mask`
+    (optional) broadcasts to `batch... x L x S`: `i1` keeps where true
+    (false is minus infinity), a float is added. `causal` masks the upper
+    triangle (key position after query position); it excludes `mask`.
+    `scale` defaults to `1/sqrt(E)`.
+
+    The runtime calls the library (PyTorch's fused attention on the CPU,
+    which never writes the L x S scores out); the ops around it fuse as
+    usual.
+
+    ```mlir
+    %o = braze.attention %q, %k, %v mask %m scale 1.250000e-01
+        : tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>,
+          tensor<2x1x?x?xi1> -> tensor<2x12x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Braze_FloatTensor:$query, Braze_FloatTensor:$key,
+                       Braze_FloatTensor:$value, Optional<Braze_Tensor>:$mask,
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$causal,
+                       UnitAttr:$gqa);
+  let results = (outs Braze_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? (`scale` $scale^)?
+    (`causal` $causal^)? (`gqa` $gqa^)? attr-dict `:` type($query) `,`
+    type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }

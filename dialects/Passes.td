@@ -239,16 +239,22 @@ def BrazeChannelsLast : Pass<"braze-channels-last", "::mlir::func::FuncOp"> {
     - every convolution with a 4-D input gets `memory_format =
       "channels_last"`: it runs on channels-last memory and its result is
       channels-last (a logical NCHW tensor with NHWC strides);
-    - a pointwise kernel of rank 4 that reads such a value (a convolution's
-      result, or the result of a kernel this pass reordered) iterates in NHWC
-      order: its domain becomes `[N, H, W, C]`, each 4-D tensor it reads is
-      seen through `braze.permute [0, 2, 3, 1]` (for channels-last memory,
-      a contiguous view) and each 4-D result is written in NHWC order and
-      handed on through `braze.permute [0, 3, 1, 2]` (channels-last again).
+    - a kernel of rank 4 that reads such a value (a convolution's result, or
+      the result of a kernel this pass reordered) iterates in NHWC order:
+      its domain becomes `[N, H, W, C]` (reduction dims renumbered), each
+      4-D tensor it reads is seen through `braze.permute [0, 2, 3, 1]` (for
+      channels-last memory, a contiguous view) and each 4-D result is
+      written in NHWC order and handed on through `braze.permute [0, 3, 1,
+      2]` (channels-last again).
 
-    Only the order of the parallel points changes, never a value. Kernels
-    with reduction dims keep their order (reordering the points of a sum
-    reorders what it adds), as do kernels that read no channels-last value.
+    Only the order of the points changes, never a value. Kernels without
+    reduction dims are reordered, and those that reduce over C alone (a
+    LayerNorm over channels): NHWC makes C innermost, a row reduction that
+    adds in the same order. A reduction over H and W keeps NCHW order (and
+    reads a copy of its channels-last input): in NHWC its inner loop would
+    stride over C, 2-4x slower on the CPU; over C together with H or W it
+    would add in another order. So does a kernel that reads no channels-last
+    value.
 
     ```mlir
     %y = braze.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1

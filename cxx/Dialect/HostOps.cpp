@@ -5,6 +5,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace braze;
 
@@ -123,6 +125,81 @@ LogicalResult ConvolutionOp::verify() {
              << i << " of the result is " << out << " but the sizes give "
              << expected;
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+/// Whether static sizes `a` and `b` can be one size (either dynamic, or
+/// equal).
+static bool sameSize(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+LogicalResult AttentionOp::verify() {
+  auto query = cast<RankedTensorType>(getQuery().getType());
+  auto key = cast<RankedTensorType>(getKey().getType());
+  auto value = cast<RankedTensorType>(getValue().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  int64_t rank = query.getRank();
+  if (rank < 2)
+    return emitOpError("query must be batch... x L x E, got rank ") << rank;
+  if (key.getRank() != rank || value.getRank() != rank ||
+      result.getRank() != rank)
+    return emitOpError("query, key, value and result must have one rank, got ")
+           << rank << ", " << key.getRank() << ", " << value.getRank()
+           << " and " << result.getRank();
+  Type element = query.getElementType();
+  if (key.getElementType() != element || value.getElementType() != element ||
+      result.getElementType() != element)
+    return emitOpError("query, key, value and result must have one element "
+                       "type");
+  ArrayRef<int64_t> q = query.getShape(), k = key.getShape(),
+                    v = value.getShape(), r = result.getShape();
+  if (!sameSize(q[rank - 1], k[rank - 1]))
+    return emitOpError("query and key must have one embedding size, got ")
+           << q[rank - 1] << " and " << k[rank - 1];
+  if (!sameSize(k[rank - 2], v[rank - 2]))
+    return emitOpError("key and value must have one sequence length, got ")
+           << k[rank - 2] << " and " << v[rank - 2];
+  if (!sameSize(r[rank - 2], q[rank - 2]) ||
+      !sameSize(r[rank - 1], v[rank - 1]))
+    return emitOpError("result must be batch... x L x Ev (")
+           << q[rank - 2] << " x " << v[rank - 1] << "), got " << result;
+  for (int64_t dim = 0; dim < rank - 2; ++dim) {
+    for (int64_t other : {k[dim], v[dim]}) {
+      bool broadcast = other == 1 || sameSize(other, q[dim]);
+      // Grouped-query attention: key/value heads divide query heads.
+      bool grouped = getGqa() && dim == rank - 3 &&
+                     !ShapedType::isDynamic(other) &&
+                     !ShapedType::isDynamic(q[dim]) && q[dim] % other == 0;
+      if (!broadcast && !grouped)
+        return emitOpError("batch dim ")
+               << dim << " of key or value (" << other
+               << ") does not broadcast to the query's (" << q[dim] << ")"
+               << (getGqa() ? "" : "; grouped heads need `gqa`");
+    }
+    if (!sameSize(r[dim], q[dim]))
+      return emitOpError("result batch dim ")
+             << dim << " must be the query's (" << q[dim] << "), got "
+             << r[dim];
+  }
+  if (Value mask = getMask()) {
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    Type maskElement = maskType.getElementType();
+    if (!maskElement.isInteger(1) && maskElement != element)
+      return emitOpError("mask must be i1 or the query's element type, got ")
+             << maskElement;
+    if (maskType.getRank() > rank)
+      return emitOpError("mask rank ")
+             << maskType.getRank() << " is above the query's " << rank;
+    if (getCausal())
+      return emitOpError("takes a mask or `causal`, not both");
+  }
+  if (auto scale = getScale(); scale && !std::isfinite(scale->convertToDouble()))
+    return emitOpError("scale must be finite");
   return success();
 }
 

@@ -43,7 +43,8 @@ bool isRank4(Type type) {
 /// the old dim toLast[k], every rank-4 tensor it reads or writes is seen
 /// through a permutation to NHWC (a view of a channels-last tensor) and its
 /// accesses list their indices in that order. The body's values are the
-/// same at every point, so only the order of the (parallel) points changes.
+/// same at every point; only the order of the points changes (and of no
+/// reduction's points: see reducesOnlyOverChannels).
 void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
   Block &body = kernel.getBody().front();
   unsigned rank = kernel.getRank(); // 4
@@ -71,8 +72,9 @@ void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
     body.getArgument(3 * rank + toLast[k])
         .replaceAllUsesWith(body.getArgument(2 * rank + k));
   }
+  // Now: new indices, old indices, new extents, old extents, inputs.
   for (unsigned k = 0; k < rank; ++k)
-    body.eraseArgument(2 * rank);
+    body.eraseArgument(3 * rank);
   for (unsigned k = 0; k < rank; ++k)
     body.eraseArgument(rank);
 
@@ -104,7 +106,12 @@ void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
     if (dynamicOf[dim])
       dynamicDomain.push_back(dynamicOf[dim]);
   }
+  SmallVector<int64_t> reduce;
+  for (int64_t dim : kernel.getReduce())
+    reduce.push_back(toFirst[dim]); // where old dim `dim` now is
+  llvm::sort(reduce);
   kernel.setStaticDomain(domain);
+  kernel.setReduce(reduce);
   kernel.getDynamicDomainMutable().assign(dynamicDomain);
 
   builder.setInsertionPointAfter(kernel);
@@ -118,6 +125,18 @@ void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
     result.replaceAllUsesExcept(back.getResult(), back);
     lastValues.push_back(back);
   }
+}
+
+/// Whether `kernel` should iterate in NHWC order, judged by its reduction
+/// dims: none; or C alone, which NHWC makes the innermost dim (a row
+/// reduction, and the same order of the points). A reduction over H and W
+/// would keep its order too, but would become a reduction over outer dims
+/// with a strided inner loop, which the CPU emitter runs 2-4x slower than
+/// a copy to NCHW and a row reduction; C together with H or W would add its
+/// points in another order.
+bool reducesOnlyOverChannels(KernelOp kernel) {
+  ArrayRef<int64_t> reduce = kernel.getReduce();
+  return reduce.empty() || (reduce.size() == 1 && reduce[0] == 1);
 }
 
 struct BrazeChannelsLastPass
@@ -141,10 +160,8 @@ struct BrazeChannelsLastPass
         return;
       }
       auto kernel = dyn_cast<KernelOp>(op);
-      // Pointwise kernels only: reordering the points of a reduction
-      // would reorder what it adds up (and an argmax's index).
       if (!any || !kernel || kernel.getRank() != 4 ||
-          !kernel.getReduce().empty() ||
+          !reducesOnlyOverChannels(kernel) ||
           llvm::none_of(kernel.getInputs(),
                         [&](Value input) { return last.contains(input); }))
         return;

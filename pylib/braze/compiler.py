@@ -109,6 +109,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         "kernels": program.kernel_count,
         "gemms": sum(program.library_calls[name] for name in ("braze.matmul", "braze.bmm", "braze.addmm")),
         "convolutions": program.library_calls["braze.convolution"],
+        "attentions": program.library_calls["braze.attention"],
         # aten ops run through torch because braze does not lower them.
         "externs": sum(program.extern_calls.values()),
         "extern_ops": dict(program.extern_calls),

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import torch
 import torch.utils._pytree as pytree
-from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.export.graph_signature import InputKind, OutputKind
 
 from braze.errors import BrazeError
@@ -67,6 +66,17 @@ class ExportedProgram:
         return self._imported
 
 
+def without_attention(table):
+    """`table` (a decomposition table) without the scaled-dot-product
+    attention entries: attention stays one op, `braze.attention`, which runs
+    fused (never writing the scores out). Decomposed, it would be matmuls
+    and a softmax; and the CPU flash kernel's decomposition gives its output
+    strides eager does not, which breaks a later view() (GPT-2, torch 2.13)."""
+    for op in [op for op in table if "scaled_dot_product" in str(op)]:
+        del table[op]
+    return table
+
+
 def export(model, args, kwargs=None, dynamic_shapes=None) -> ExportedProgram:
     """Captures `model(*args, **kwargs)` through torch.export and the core
     aten decompositions. `dynamic_shapes` takes what torch.export takes
@@ -79,13 +89,8 @@ def export(model, args, kwargs=None, dynamic_shapes=None) -> ExportedProgram:
             # torch.export deep-copies tree specs and trips its own deprecation
             # of LeafSpec (torch 2.13); nothing a caller can act on.
             warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
-            # Attention in its math form (matmuls and a softmax braze fuses),
-            # as under torch.compile: the CPU flash kernel's decomposition
-            # gives its output strides eager does not, and a model's later
-            # view() of it then fails to trace (GPT-2 under torch 2.13).
-            with sdpa_kernel([SDPBackend.MATH]):
-                program = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
-                program = program.run_decompositions(torch.export.default_decompositions())
+            program = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
+            program = program.run_decompositions(without_attention(torch.export.default_decompositions()))
     except Exception as error:  # torch raises many types; the user needs the text
         raise BrazeError(f"torch.export could not capture the model: {type(error).__name__}: {error}") from error
     signature = program.graph_signature

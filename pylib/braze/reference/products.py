@@ -1,4 +1,5 @@
-"""Matrix products (matmul, bmm, addmm) and convolutions: the library ops."""
+"""Matrix products (matmul, bmm, addmm), attention and convolutions: the
+library ops."""
 
 from __future__ import annotations
 
@@ -46,6 +47,17 @@ def convolution_layout(op) -> torch.memory_format:
     """The channels-last memory format of a convolution's rank."""
     rank = ir.RankedTensorType(op.operation.operands[0].type).rank
     return torch.channels_last if rank == 4 else torch.channels_last_3d
+
+
+@handles("braze.attention")
+def attention(op, operands, interpreter):
+    """PyTorch's scaled_dot_product_attention (its fused CPU kernel)."""
+    query, key, value, *mask = operands
+    attributes = op.attributes
+    scale = ir.FloatAttr(attributes["scale"]).value if "scale" in attributes else None
+    return [torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask[0] if mask else None, is_causal="causal" in attributes,
+        scale=scale, enable_gqa="gqa" in attributes)]
 
 
 @handles("braze.convolution")

@@ -41,7 +41,7 @@ from braze.reference.interpreter import check_arguments
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
-_FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution"}
+_FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention"}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}
 # Evaluated once when the program is built.

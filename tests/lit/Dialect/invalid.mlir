@@ -707,3 +707,56 @@ func.func @convolution_memory_format(%x: tensor<2x3x8xf32>, %w: tensor<6x3x3xf32
       : tensor<2x3x8xf32>, tensor<6x3x3xf32> -> tensor<2x6x6xf32>
   return
 }
+
+// -----
+
+// Tests that attention's query and key must share the embedding size.
+func.func @attention_embedding(%q: tensor<2x4x8x64xf32>, %k: tensor<2x4x8x32xf32>, %v: tensor<2x4x8x32xf32>) {
+  // expected-error @+1 {{'braze.attention' op query and key must have one embedding size, got 64 and 32}}
+  %0 = braze.attention %q, %k, %v : tensor<2x4x8x64xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x32xf32> -> tensor<2x4x8x32xf32>
+  return
+}
+
+// -----
+
+// Tests that fewer key/value heads than query heads need `gqa`.
+func.func @attention_heads(%q: tensor<2x12x8x64xf32>, %k: tensor<2x4x8x64xf32>, %v: tensor<2x4x8x64xf32>) {
+  // expected-error @+1 {{'braze.attention' op batch dim 1 of key or value (4) does not broadcast to the query's (12); grouped heads need `gqa`}}
+  %0 = braze.attention %q, %k, %v : tensor<2x12x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x12x8x64xf32>
+  return
+}
+
+// -----
+
+// Tests that key and value must share the sequence length, and the result
+// is batch... x L x Ev.
+func.func @attention_lengths(%q: tensor<2x8x64xf32>, %k: tensor<2x8x64xf32>, %v: tensor<2x6x64xf32>) {
+  // expected-error @+1 {{'braze.attention' op key and value must have one sequence length, got 8 and 6}}
+  %0 = braze.attention %q, %k, %v : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x6x64xf32> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<2x8x64xf32>, %k: tensor<2x8x64xf32>, %v: tensor<2x8x32xf32>) {
+  // expected-error @+1 {{'braze.attention' op result must be batch... x L x Ev (8 x 32), got 'tensor<2x8x64xf32>'}}
+  %0 = braze.attention %q, %k, %v : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x32xf32> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+// Tests that a mask is i1 or the query's type, and excludes `causal`.
+func.func @attention_mask_type(%q: tensor<2x8x64xf32>, %m: tensor<8x8xi32>) {
+  // expected-error @+1 {{'braze.attention' op mask must be i1 or the query's element type, got 'i32'}}
+  %0 = braze.attention %q, %q, %q mask %m : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<8x8xi32> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_and_causal(%q: tensor<2x8x64xf32>, %m: tensor<8x8xi1>) {
+  // expected-error @+1 {{'braze.attention' op takes a mask or `causal`, not both}}
+  %0 = braze.attention %q, %q, %q mask %m causal : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<8x8xi1> -> tensor<2x8x64xf32>
+  return
+}

@@ -54,13 +54,43 @@ func.func @dynamic(%x: tensor<?x8x?x14xf32>, %w: tensor<8x8x1x1xf32>, %n: index,
 
 // -----
 
-// Tests that a reduction kernel keeps its order (its sum would be reordered)
-// while its convolution still runs channels-last.
-// CHECK-LABEL: func.func @reduction
+// Tests that a reduction over C alone (a LayerNorm over channels) iterates
+// in NHWC order, where C is innermost (a row reduction), with its reduction
+// dim renumbered, the extents renumbered with their dims, and its keepdim
+// result permuted back.
+// CHECK-LABEL: func.func @channel_mean
+// CHECK: braze.convolution {{.*}} memory_format "channels_last"
+// CHECK: braze.kernel ins(%{{.*}} : tensor<2x14x14x8xf32>) domain [2, 14, 14, 8] reduce [3] : tensor<2x14x14x1xf32>, tensor<2x14x14xf32>
+// CHECK: ^bb0(%[[N:[a-z0-9]+]]: index, %[[H:[a-z0-9]+]]: index, %[[W:[a-z0-9]+]]: index, %[[C:[a-z0-9]+]]: index, %{{[a-z0-9]+}}: index, %{{[a-z0-9]+}}: index, %{{[a-z0-9]+}}: index, %[[EC:[a-z0-9]+]]: index,
+// CHECK: arith.index_cast %[[EC]] : index to i64
+// CHECK: braze.store %{{.*}}, 0 [%[[N]], %[[H]], %[[W]], %{{.*}}] : f32
+// CHECK: braze.store %{{.*}}, 1 [%[[N]], %[[H]], %[[W]]] : f32
+// CHECK: braze.permute %{{.*}} [0, 3, 1, 2] : tensor<2x14x14x1xf32> -> tensor<2x1x14x14xf32>
+func.func @channel_mean(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> (tensor<2x1x14x14xf32>, tensor<2x14x14xf32>) {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %k:2 = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [1] : tensor<2x1x14x14xf32>, tensor<2x14x14xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x8x14x14xf32>):
+    %c0 = arith.constant 0 : index
+    %v = tensor.extract %a[%i0, %i1, %i2, %i3] : tensor<2x8x14x14xf32>
+    %s = braze.reduce "add" %v : f32 -> f32
+    %ci = arith.index_cast %e1 : index to i64
+    %cf = arith.sitofp %ci : i64 to f32
+    %m = arith.divf %s, %cf : f32
+    braze.store %m, 0 [%i0, %c0, %i2, %i3] : f32
+    braze.store %s, 1 [%i0, %i2, %i3] : f32
+  }
+  return %k#0, %k#1 : tensor<2x1x14x14xf32>, tensor<2x14x14xf32>
+}
+
+// -----
+
+// Tests that a reduction over H and W keeps NCHW order (in NHWC its inner
+// loop would stride over C) while its convolution runs channels-last.
+// CHECK-LABEL: func.func @spatial_mean
 // CHECK: braze.convolution {{.*}} memory_format "channels_last"
 // CHECK-NOT: braze.permute
 // CHECK: domain [2, 8, 14, 14] reduce [2, 3]
-func.func @reduction(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<2x8xf32> {
+func.func @spatial_mean(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<2x8xf32> {
   %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
   %k = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [2, 3] : tensor<2x8xf32> {
   ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x8x14x14xf32>):
@@ -69,6 +99,25 @@ func.func @reduction(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tens
     braze.store %s, 0 [%i0, %i1] : f32
   }
   return %k : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that a reduction over C together with H and W keeps its order: in
+// NHWC order it would add its points in another order.
+// CHECK-LABEL: func.func @reduction
+// CHECK: braze.convolution {{.*}} memory_format "channels_last"
+// CHECK-NOT: braze.permute
+// CHECK: domain [2, 8, 14, 14] reduce [1, 2, 3]
+func.func @reduction(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<2xf32> {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %k = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [1, 2, 3] : tensor<2xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x8x14x14xf32>):
+    %v = tensor.extract %a[%i0, %i1, %i2, %i3] : tensor<2x8x14x14xf32>
+    %s = braze.reduce "add" %v : f32 -> f32
+    braze.store %s, 0 [%i0] : f32
+  }
+  return %k : tensor<2xf32>
 }
 
 // -----

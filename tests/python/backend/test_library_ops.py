@@ -244,3 +244,67 @@ def test_channels_last_carries_activations_from_conv_to_conv():
         # A channels-last input is read as it is.
         torch.testing.assert_close(compiled(x.contiguous(memory_format=torch.channels_last)), want,
                                    rtol=1e-4, atol=1e-5)
+
+
+class Attention(nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+        self.options = options
+
+    def forward(self, q, k, v, mask=None):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **self.options) * 2.0
+
+
+@pytest.mark.parametrize("case", ["bool_mask", "float_mask", "causal", "scale", "gqa"])
+def test_attention_is_one_library_op_matching_eager(case):
+    """braze.export keeps scaled_dot_product_attention whole: one
+    braze.attention (no score matrix written out), the multiply after it
+    fused as usual; eager's numbers, at two sequence lengths of one compile."""
+    q, k, v = (torch.randn(2, 4, 10, 16) for _ in range(3))
+    mask = None
+    options = {}
+    if case == "bool_mask":
+        mask = torch.rand(2, 1, 10, 10) > 0.3
+        mask[..., 0] = True  # no row entirely masked
+    elif case == "float_mask":
+        mask = torch.randn(10, 10)
+    elif case == "causal":
+        options["is_causal"] = True
+    elif case == "scale":
+        options["scale"] = 0.3
+    else:
+        options["enable_gqa"] = True
+        k, v = torch.randn(2, 2, 10, 16), torch.randn(2, 2, 10, 8)
+    model = Attention(**options)
+    args = (q, k, v) if mask is None else (q, k, v, mask)
+    sequence = torch.export.Dim("sequence", min=2, max=64)
+    shapes = [{2: sequence}, {2: sequence}, {2: sequence}]
+    if mask is not None:
+        shapes.append({mask.dim() - 2: sequence, mask.dim() - 1: sequence})
+    compiled = braze.compile(model, args, dynamic_shapes=shapes)
+    assert compiled.stats["attentions"] == 1 and compiled.stats["externs"] == 0
+    assert "braze.bmm" not in str(compiled.module)
+    for length in (10, 23):
+        q2, k2, v2 = (torch.randn(*t.shape[:2], length, t.shape[3]) for t in (q, k, v))
+        inputs = [q2, k2, v2]
+        if mask is not None:
+            m = torch.rand(*mask.shape[:-2], length, length) > 0.3 if mask.dtype == torch.bool \
+                else torch.randn(length, length)
+            if m.dtype == torch.bool:
+                m[..., 0] = True
+            inputs.append(m)
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(*inputs), model(*inputs), rtol=1e-5, atol=1e-5)
+
+
+def test_attention_with_dropout_runs_through_torch():
+    """Dropout is training: the lowering refuses it, so it becomes an extern
+    call, with a reason, and the graph still compiles."""
+    class Dropout(nn.Module):
+        def forward(self, q):
+            return F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+
+    q = torch.randn(2, 3, 5, 8)
+    compiled = braze.compile(Dropout(), (q,))
+    assert compiled.stats["attentions"] == 0 and compiled.stats["externs"] == 1
+    assert compiled(q).shape == (2, 3, 5, 8)

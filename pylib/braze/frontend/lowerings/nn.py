@@ -1,5 +1,5 @@
-"""Matrix products and the composite nn ops core aten keeps: layer norm,
-softmax, log-softmax, embedding."""
+"""Matrix products, attention and the composite nn ops core aten keeps:
+layer norm, softmax, log-softmax, embedding."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import torch
 from mlir import ir
 
 from braze.dialects import braze as bz
+from braze.errors import BrazeError
 from braze.frontend.builder import dtype_of, shape_of
 from braze.frontend.lowerings import lowers
 from braze.frontend.types import element_type
@@ -36,6 +37,26 @@ def addmm(b, bias, lhs, rhs, beta=1, alpha=1):
     dtype = b.out_dtype()
     return bz.AddmmOp(b.tensor(bias, dtype), b.cast(lhs, dtype), b.cast(rhs, dtype),
                       beta=float(beta), alpha=float(alpha), results=[b.out_type()]).result
+
+
+@lowers(aten.scaled_dot_product_attention.default)
+def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    """One braze.attention (the frontend keeps this op out of the core aten
+    decompositions, so it arrives whole)."""
+    if dropout_p:
+        raise BrazeError(f"attention with dropout ({dropout_p}) is training; braze compiles inference")
+    dtype = b.out_dtype()
+    attributes = {}
+    if scale is not None:
+        attributes["scale"] = float(scale)
+    if is_causal:
+        attributes["causal"] = True
+    if enable_gqa:
+        attributes["gqa"] = True
+    mask = None if attn_mask is None else b.tensor(attn_mask, dtype_of(attn_mask))
+    return bz.AttentionOp(b.out_type(), b.cast(query, dtype), b.cast(key, dtype), b.cast(value, dtype),
+                          mask=mask, **attributes).result
 
 
 def normalized(b, x, dims: list[int], stats_type: ir.RankedTensorType, eps):
