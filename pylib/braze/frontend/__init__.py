@@ -18,6 +18,7 @@ import torch.utils._pytree as pytree
 from torch.export.graph_signature import InputKind, OutputKind
 
 from braze.errors import BrazeError
+from braze.frontend.decompositions import without_attention
 from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_graph
 from braze.ir import Module
 
@@ -64,17 +65,6 @@ class ExportedProgram:
         """The imported graph: module, extern calls, op count, None inputs
         and outputs."""
         return self._imported
-
-
-def without_attention(table):
-    """`table` (a decomposition table) without the scaled-dot-product
-    attention entries: attention stays one op, `braze.attention`, which runs
-    fused (never writing the scores out). Decomposed, it would be matmuls
-    and a softmax; and the CPU flash kernel's decomposition gives its output
-    strides eager does not, which breaks a later view() (GPT-2, torch 2.13)."""
-    for op in [op for op in table if "scaled_dot_product" in str(op)]:
-        del table[op]
-    return table
 
 
 def export(model, args, kwargs=None, dynamic_shapes=None) -> ExportedProgram:

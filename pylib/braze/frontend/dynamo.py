@@ -21,6 +21,7 @@ from torch._dynamo.exc import RestartAnalysis
 from torch._functorch.aot_autograd import make_boxed_func
 
 from braze.errors import BrazeError
+from braze.frontend.decompositions import without_attention
 from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_graph
 
 # Causes already warned about: each is said once per process.
@@ -128,9 +129,14 @@ def make_backend(prepare: Callable[[ImportedGraph], Callable[..., list]]):
         from torch._dynamo.backends.common import aot_autograd
 
         compile_graph = _graph_compiler(prepare)
-        aot = aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph,
-                           decompositions=core_aten_decompositions())
-        _attention_in_math_form(graph_module)
+        decompositions = core_aten_decompositions()
+        training = torch.is_grad_enabled() and any(
+            isinstance(value, torch.Tensor) and value.requires_grad for value in example_inputs)
+        if training:
+            _attention_in_math_form(graph_module)
+        else:  # attention stays one op, braze.attention
+            decompositions = without_attention(decompositions)
+        aot = aot_autograd(fw_compiler=compile_graph, bw_compiler=compile_graph, decompositions=decompositions)
         try:
             return aot(graph_module, example_inputs, **kwargs)
         except RestartAnalysis:

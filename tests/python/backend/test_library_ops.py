@@ -1,6 +1,8 @@
 """Convolutions, inference batch norm and extern calls through the CPU
 backend, against eager PyTorch."""
 
+import warnings
+
 import pytest
 import torch
 import torch.nn as nn
@@ -308,3 +310,29 @@ def test_attention_with_dropout_runs_through_torch():
     compiled = braze.compile(Dropout(), (q,))
     assert compiled.stats["attentions"] == 0 and compiled.stats["externs"] == 1
     assert compiled(q).shape == (2, 3, 5, 8)
+
+
+def test_attention_under_torch_compile_is_one_library_op_in_inference():
+    """Under torch.compile without gradients, AOTAutograd's fused CPU
+    attention becomes braze.attention (its logsumexp unused); no fallback."""
+    import torch._dynamo
+
+    from braze.frontend.lowerings import LOWERINGS
+
+    torch._dynamo.reset()
+    model = Attention()
+    q, k, v = (torch.randn(2, 4, 10, 16) for _ in range(3))
+    mask = torch.randn(10, 10)
+    fused = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    lowered = []
+    original = LOWERINGS[fused]
+    try:
+        LOWERINGS[fused] = lambda *a, **kw: lowered.append(1) or original(*a, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a fallback to eager warns
+            with torch.no_grad():
+                got = torch.compile(model, backend="braze")(q, k, v, mask)
+    finally:
+        LOWERINGS[fused] = original
+    assert lowered == [1]
+    torch.testing.assert_close(got, model(q, k, v, mask), rtol=1e-5, atol=1e-5)

@@ -3,6 +3,8 @@ layer norm, softmax, log-softmax, embedding."""
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from mlir import ir
 
@@ -39,14 +41,9 @@ def addmm(b, bias, lhs, rhs, beta=1, alpha=1):
                       beta=float(beta), alpha=float(alpha), results=[b.out_type()]).result
 
 
-@lowers(aten.scaled_dot_product_attention.default)
-def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None, enable_gqa=False):
-    """One braze.attention (the frontend keeps this op out of the core aten
-    decompositions, so it arrives whole)."""
+def _attention(b, result_type, dtype, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     if dropout_p:
         raise BrazeError(f"attention with dropout ({dropout_p}) is training; braze compiles inference")
-    dtype = b.out_dtype()
     attributes = {}
     if scale is not None:
         attributes["scale"] = float(scale)
@@ -55,8 +52,30 @@ def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p
     if enable_gqa:
         attributes["gqa"] = True
     mask = None if attn_mask is None else b.tensor(attn_mask, dtype_of(attn_mask))
-    return bz.AttentionOp(b.out_type(), b.cast(query, dtype), b.cast(key, dtype), b.cast(value, dtype),
+    return bz.AttentionOp(result_type, b.cast(query, dtype), b.cast(key, dtype), b.cast(value, dtype),
                           mask=mask, **attributes).result
+
+
+@lowers(aten.scaled_dot_product_attention.default)
+def scaled_dot_product_attention(b, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    """One braze.attention (the frontend keeps this op out of the core aten
+    decompositions, so it arrives whole)."""
+    return _attention(b, b.out_type(), b.out_dtype(), query, key, value, attn_mask, dropout_p, is_causal,
+                      scale, enable_gqa)
+
+
+@lowers(aten._scaled_dot_product_flash_attention_for_cpu.default)
+def flash_attention_for_cpu(b, query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None,
+                            scale=None):
+    """(output, logsumexp): attention as AOTAutograd traces it in inference
+    (PyTorch's fused CPU kernel). braze computes the output; the logsumexp
+    only a backward pass reads."""
+    if any(user.target is not operator.getitem or user.args[1] != 0 for user in b.node.users):
+        raise BrazeError("the attention's logsumexp is used (a backward pass); braze computes the output only")
+    output = _attention(b, b.out_type(0), b.out_dtype(0), query, key, value, attn_mask, dropout_p,
+                        is_causal, scale, False)
+    return output, None
 
 
 def normalized(b, x, dims: list[int], stats_type: ir.RankedTensorType, eps):
