@@ -213,6 +213,12 @@ def BrazeCollapseDims : Pass<"braze-collapse-dims", "::mlir::func::FuncOp"> {
     ```
     The order of the points is unchanged (row-major over the pair), so an
     argmax's linear index and every result are the same.
+
+    First, each input drops the size-1 dims it is always read at 0 in (a
+    per-channel `C x 1 x 1` scale becomes `C`, through a reshape): a dim
+    that only broadcast then no longer hides which dim the innermost loop
+    steps through, so an NHWC kernel reads its per-channel inputs with unit
+    stride.
   }];
   let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
@@ -224,6 +230,8 @@ def BrazeCollapseDims : Pass<"braze-collapse-dims", "::mlir::func::FuncOp"> {
   ];
   let statistics = [
     Statistic<"numCollapsed", "collapsed-dims", "Pairs of dims merged">,
+    Statistic<"numSqueezed", "squeezed-dims",
+              "Size-1 dims dropped from inputs always read at 0">,
   ];
 }
 

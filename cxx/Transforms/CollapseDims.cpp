@@ -75,8 +75,11 @@ public:
   /// outward while the inner extent is short and a merge is possible.
   /// Returns the number of merges.
   int64_t run();
+  /// Unit dims dropped from inputs by run().
+  int64_t squeezed = 0;
 
 private:
+  void squeezeUnitDims();
   bool canMerge(unsigned dim);
   void merge(unsigned dim);
   Value extentBefore(unsigned dim, OpBuilder &builder);
@@ -99,6 +102,7 @@ int64_t Collapser::run() {
     points = product(points, extent);
   if (!ShapedType::isDynamic(points) && points < minPoints)
     return 0;
+  squeezeUnitDims();
   ArrayRef<int64_t> reduce = kernel.getReduce();
   // Reduction kernels: the run of reduction dims ending at the last one (the
   // innermost reduction loop); pointwise kernels: the trailing dims. The
@@ -119,6 +123,73 @@ int64_t Collapser::run() {
     --dim;
   }
   return merges;
+}
+
+/// The size of dim `position` of `tensor`, as a value.
+Value sizeBefore(Value tensor, int64_t position, OpBuilder &builder,
+                 Location loc) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (!type.isDynamicDim(position))
+    return arith::ConstantIndexOp::create(builder, loc,
+                                          type.getDimSize(position));
+  return tensor::DimOp::create(builder, loc, tensor, position);
+}
+
+/// Whether `index` is the constant 0.
+bool isZero(Value index) {
+  auto constant = index.getDefiningOp<arith::ConstantIndexOp>();
+  return constant && constant.value() == 0;
+}
+
+/// Drops each size-1 dim an input is always read at 0 in (a per-channel
+/// scale `C x 1 x 1`, a broadcast row): a view without it, whose remaining
+/// dims keep their strides, so a dim the innermost loop steps through (C in
+/// NHWC order) becomes the input's own innermost, unit-stride dim.
+void Collapser::squeezeUnitDims() {
+  Block &body = kernel.getBody().front();
+  unsigned rank = kernel.getRank();
+  OpBuilder builder(kernel);
+  SmallVector<Value> inputs(kernel.getInputs());
+  for (auto [number, input] : llvm::enumerate(inputs)) {
+    auto type = cast<RankedTensorType>(input.getType());
+    BlockArgument argument = body.getArgument(2 * rank + number);
+    SmallVector<tensor::ExtractOp> reads;
+    for (Operation *user : argument.getUsers())
+      if (auto extract = dyn_cast<tensor::ExtractOp>(user))
+        reads.push_back(extract);
+    if (reads.size() != static_cast<size_t>(
+                            std::distance(argument.use_begin(), argument.use_end())))
+      continue; // read other than by tensor.extract
+    SmallVector<int64_t> kept;
+    for (int64_t dim = 0; dim < type.getRank(); ++dim)
+      if (type.getDimSize(dim) != 1 ||
+          llvm::any_of(reads, [&](tensor::ExtractOp read) {
+            return !isZero(read.getIndices()[dim]);
+          }))
+        kept.push_back(dim);
+    if (kept.size() == static_cast<size_t>(type.getRank()))
+      continue;
+    SmallVector<int64_t> shape;
+    for (int64_t dim : kept)
+      shape.push_back(type.getDimSize(dim));
+    auto squeezedType = type.clone(shape);
+    SmallVector<Value> sizes = reshapeSizes(squeezedType, [&](int64_t target) {
+      return sizeBefore(input, kept[target], builder, kernel.getLoc());
+    });
+    auto reshape =
+        ReshapeOp::create(builder, kernel.getLoc(), squeezedType, input, sizes);
+    reshapes.push_back(reshape);
+    inputs[number] = reshape;
+    argument.setType(squeezedType);
+    for (tensor::ExtractOp read : reads) {
+      SmallVector<Value> indices;
+      for (int64_t dim : kept)
+        indices.push_back(read.getIndices()[dim]);
+      read.getIndicesMutable().assign(indices);
+    }
+    squeezed += type.getRank() - kept.size();
+  }
+  kernel.getInputsMutable().assign(inputs);
 }
 
 bool Collapser::canMerge(unsigned dim) {
@@ -215,16 +286,6 @@ Value Collapser::extentBefore(unsigned dim, OpBuilder &builder) {
                                           domain[dim]);
   return kernel.getDynamicDomain()[llvm::count_if(domain.take_front(dim),
                                                   ShapedType::isDynamic)];
-}
-
-/// The size of dim `position` of `tensor`, as a value.
-Value sizeBefore(Value tensor, int64_t position, OpBuilder &builder,
-                 Location loc) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  if (!type.isDynamicDim(position))
-    return arith::ConstantIndexOp::create(builder, loc,
-                                          type.getDimSize(position));
-  return tensor::DimOp::create(builder, loc, tensor, position);
 }
 
 void Collapser::merge(unsigned dim) {
@@ -343,8 +404,9 @@ struct BrazeCollapseDimsPass
   void runOnOperation() override {
     SmallVector<ReshapeOp> reshapes;
     getOperation().walk([&](KernelOp kernel) {
-      numCollapsed +=
-          Collapser(kernel, shortExtent, minPoints, reshapes).run();
+      Collapser collapser(kernel, shortExtent, minPoints, reshapes);
+      numCollapsed += collapser.run();
+      numSqueezed += collapser.squeezed;
     });
     // Merging twice reshapes twice: each reshape reads the first one's
     // input instead (only the row-major order matters), so the program

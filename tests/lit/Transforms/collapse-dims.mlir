@@ -66,13 +66,15 @@ func.func @all_dims(%x: tensor<2x3x7xf32>) -> tensor<2x3x7xf32> {
 
 // -----
 
-// Tests that a per-channel input (it uses neither index of the pair) is left
-// as it is and lets H and W merge, but stops the merge of C with H*W.
+// Tests that a per-channel input (it uses neither index of the pair) lets H
+// and W merge, but stops the merge of C with H*W; its size-1 dims, always
+// read at 0, are dropped.
 // CHECK-LABEL: func.func @per_channel
 // CHECK: %[[R:.*]] = braze.reshape %{{.*}} : tensor<2x8x7x7xf32> -> tensor<2x8x49xf32>
 // CHECK-NOT: braze.reshape %{{.*}} -> tensor<2x392xf32>
-// CHECK: braze.kernel ins(%[[R]], %{{.*}} : tensor<2x8x49xf32>, tensor<1x8x1x1xf32>) domain [2, 8, 49] reduce []
-// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : tensor<1x8x1x1xf32>
+// CHECK: braze.kernel ins(%[[R]], %{{.*}} : tensor<2x8x49xf32>, tensor<8xf32>) domain [2, 8, 49] reduce []
+// CHECK: ^bb0(%{{[a-z0-9]+}}: index, %[[C:[a-z0-9]+]]: index,
+// CHECK: tensor.extract %{{.*}}[%[[C]]] : tensor<8xf32>
 func.func @per_channel(%x: tensor<2x8x7x7xf32>, %b: tensor<1x8x1x1xf32>) -> tensor<2x8x7x7xf32> {
   %y = braze.kernel ins(%x, %b : tensor<2x8x7x7xf32>, tensor<1x8x1x1xf32>) domain [2, 8, 7, 7] reduce [] : tensor<2x8x7x7xf32> {
   ^bb0(%n: index, %c: index, %h: index, %w: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x8x7x7xf32>, %bb: tensor<1x8x1x1xf32>):
@@ -91,12 +93,13 @@ func.func @per_channel(%x: tensor<2x8x7x7xf32>, %b: tensor<1x8x1x1xf32>) -> tens
 // the kernel, and reshapes with two dynamic dims list their sizes.
 // CHECK-LABEL: func.func @dynamic
 // CHECK-SAME: (%[[X:.*]]: tensor<?x?x7xf32>, %[[B:.*]]: tensor<?x1x1xf32>, %[[N0:.*]]: index, %[[N1:.*]]: index)
+// CHECK: %[[BS:.*]] = braze.reshape %[[B]] : tensor<?x1x1xf32> -> tensor<?xf32>
 // CHECK: %[[D0:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x?x7xf32>
 // CHECK: %[[D1:.*]] = tensor.dim %[[X]], %{{.*}} : tensor<?x?x7xf32>
 // CHECK: %[[M:.*]] = arith.muli %[[D1]], %{{.*}} : index
 // CHECK: %[[R:.*]] = braze.reshape %[[X]] sizes [%[[D0]], %[[M]]] : tensor<?x?x7xf32> -> tensor<?x?xf32>
 // CHECK: %[[E:.*]] = arith.muli %[[N1]], %{{.*}} : index
-// CHECK: %[[K:.*]] = braze.kernel ins(%[[R]], %[[B]] : tensor<?x?xf32>, tensor<?x1x1xf32>) domain [%[[N0]], %[[E]]] reduce []
+// CHECK: %[[K:.*]] = braze.kernel ins(%[[R]], %[[BS]] : tensor<?x?xf32>, tensor<?xf32>) domain [%[[N0]], %[[E]]] reduce []
 // CHECK: braze.reshape %[[K]] sizes [%[[N0]], %[[N1]]] : tensor<?x?xf32> -> tensor<?x?x7xf32>
 func.func @dynamic(%x: tensor<?x?x7xf32>, %b: tensor<?x1x1xf32>, %n0: index, %n1: index) -> tensor<?x?x7xf32> {
   %y = braze.kernel ins(%x, %b : tensor<?x?x7xf32>, tensor<?x1x1xf32>) domain [%n0, %n1, 7] reduce [] : tensor<?x?x7xf32> {
@@ -231,4 +234,28 @@ func.func @extent_alone(%x: tensor<?x7xf32>, %n: index) -> tensor<f32> {
     braze.store %m, 0 [] : f32
   }
   return %y : tensor<f32>
+}
+
+// -----
+
+// Tests that an NHWC kernel's per-channel input 1x1x1xC becomes C, read at
+// the innermost index, while a size-1 dim read at a domain index (of
+// extent 1) is kept; W and C do not merge (the per-channel input holds C
+// alone).
+// CHECK-LABEL: func.func @nhwc_per_channel
+// CHECK: %[[S:.*]] = braze.reshape %{{.*}} : tensor<1x1x1x16xf32> -> tensor<16xf32>
+// CHECK-NOT: braze.reshape %{{.*}} : tensor<2x1x7x16xf32>
+// CHECK: braze.kernel ins(%{{.*}}, %[[S]] : tensor<2x1x7x16xf32>, tensor<16xf32>) domain [2, 1, 7, 16] reduce []
+// CHECK: ^bb0(%{{[a-z0-9]+}}: index, %{{[a-z0-9]+}}: index, %{{[a-z0-9]+}}: index, %[[C:[a-z0-9]+]]: index,
+// CHECK: tensor.extract %{{.*}}[%[[C]]] : tensor<16xf32>
+func.func @nhwc_per_channel(%x: tensor<2x1x7x16xf32>, %b: tensor<1x1x1x16xf32>) -> tensor<2x1x7x16xf32> {
+  %y = braze.kernel ins(%x, %b : tensor<2x1x7x16xf32>, tensor<1x1x1x16xf32>) domain [2, 1, 7, 16] reduce [] : tensor<2x1x7x16xf32> {
+  ^bb0(%n: index, %h: index, %w: index, %c: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x1x7x16xf32>, %bb: tensor<1x1x1x16xf32>):
+    %c0 = arith.constant 0 : index
+    %v = tensor.extract %a[%n, %h, %w, %c] : tensor<2x1x7x16xf32>
+    %u = tensor.extract %bb[%c0, %c0, %c0, %c] : tensor<1x1x1x16xf32>
+    %s = arith.mulf %v, %u : f32
+    braze.store %s, 0 [%n, %h, %w, %c] : f32
+  }
+  return %y : tensor<2x1x7x16xf32>
 }
