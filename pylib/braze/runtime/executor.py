@@ -30,7 +30,7 @@ import torch
 from mlir import ir
 
 from braze import symbolic
-from braze.codegen.cpp.emitter import KernelSpec
+from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError, format_location
 from braze.reference import HANDLERS, Interpreter
 from braze.reference.dtypes import torch_dtype
