@@ -72,6 +72,10 @@ class KernelSpec:
     input_checks: list[tuple[int, int, int]] = field(default_factory=list)
     # Whether the kernel reports an integer division by zero.
     can_fail: bool = False
+    # GPU launch shape: threads per block (0: not a GPU kernel), and whether
+    # one block serves each parallel point (else one thread per point).
+    threads: int = 0
+    one_block_per_row: bool = False
 
     @property
     def size_count(self) -> int:
