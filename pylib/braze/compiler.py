@@ -67,7 +67,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     func = select_entry(_functions(module_op), entry)
     operations = list(func.regions[0].blocks[0].operations)
     kernels = [op for op in operations if op.operation.name == "braze.kernel"]
-    unit = chosen.emit(kernels, operations, options)
+    unit = chosen.emit(operations, options)
     built = chosen.build(unit, options) if kernels else None
     program = Program(module_op, func, built.kernels if built else None, list(unit.kernels.values()),
                       unit.launches, parameters)

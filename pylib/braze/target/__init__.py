@@ -87,12 +87,16 @@ class Target:
 
     def pipeline(self, options: TargetOptions) -> str:
         """The pass pipeline that takes captured IR to the kernel form."""
-        fuse = (f"braze-fuse-pointwise{{recompute-limit={int(options.recompute_limit)}}},"
-                if options.fuse else "")
-        return f"braze-simplify,func.func({fuse}braze-lower-kernels),cse"
+        from braze.passes import kernel_form_pipeline
 
-    def emit(self, kernels: list, operations: list, options: TargetOptions) -> Unit:
-        raise NotImplementedError
+        return kernel_form_pipeline(options.fuse, options.recompute_limit)
+
+    def emit(self, operations: list, options: TargetOptions) -> Unit:
+        """The source of the braze.kernel ops among one function's `operations`."""
+        from braze.codegen import emit_kernels
+
+        emitted = emit_kernels(operations, self.name, getattr(options, "threads", None))
+        return Unit(emitted.source, emitted.kernels, emitted.launches, emitted.extension)
 
     def build(self, unit: Unit, options: TargetOptions) -> Built:
         raise NotImplementedError

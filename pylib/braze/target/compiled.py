@@ -167,14 +167,6 @@ class MetalOptions(GpuOptions):
 class CompileOnlyTarget(Target):
     """Emits and builds; compiling a program to run is refused (no runtime yet)."""
 
-    renderer = None
-
-    def emit(self, kernels: list, operations: list, options: GpuOptions) -> Unit:
-        from braze.codegen.gpu import render_source
-
-        source, specs = render_source(self.renderer(), kernels, threads=options.threads)
-        return Unit(source, specs, {}, self.renderer().extension)
-
     def toolchain(self, options) -> Toolchain:
         raise NotImplementedError
 
@@ -200,11 +192,6 @@ class CudaTarget(CompileOnlyTarget):
     options_type = CudaOptions
     install = "pip install 'braze[cuda]' (NVRTC and cuda-bindings), or the CUDA toolkit's nvcc"
 
-    @staticmethod
-    def renderer():
-        from braze.codegen.cuda import CudaRenderer
-
-        return CudaRenderer
 
     def options(self, given=None):
         options = super().options(given)
@@ -233,11 +220,6 @@ class HipTarget(CompileOnlyTarget):
     options_type = HipOptions
     install = "apt-get install hipcc (ROCm; Debian's builds for gfx90a)"
 
-    @staticmethod
-    def renderer():
-        from braze.codegen.cuda import HipRenderer
-
-        return HipRenderer
 
     def toolchain(self, options: HipOptions) -> Toolchain:
         return HipccToolchain(options.arch)
@@ -252,11 +234,6 @@ class MetalTarget(CompileOnlyTarget):
     options_type = MetalOptions
     install = "macOS with Xcode (xcrun metal); elsewhere kernels are checked as C++ (docs/targets.md)"
 
-    @staticmethod
-    def renderer():
-        from braze.codegen.metal import MetalRenderer
-
-        return MetalRenderer
 
     def toolchain(self, options) -> Toolchain:
         from braze.target.metal_shim import MetalShimToolchain

@@ -17,12 +17,6 @@ class CpuTarget(Target):
         tune = ",braze-tune-convolutions" if options.tune_convolutions else ""
         return super().pipeline(options) + tune
 
-    def emit(self, kernels: list, operations: list, options: TargetOptions) -> Unit:
-        from braze.codegen.cpp.emitter import emit, plan_launches
-
-        unit = emit(kernels, plan_launches(operations))
-        return Unit(unit.source, unit.kernels, unit.launches, ".cpp")
-
     def _cache(self, options: TargetOptions):
         from braze.codegen.cpp.emitter import COMPILE_FLAGS
         from braze.runtime.native_cache import DEFAULT_FLAGS, NativeCache

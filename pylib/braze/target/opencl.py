@@ -66,13 +66,6 @@ class OpenCLTarget(Target):
     options_type = GpuOptions
     install = "pip install 'braze[opencl]' and an OpenCL driver (Debian: pocl-opencl-icd)"
 
-    def emit(self, kernels: list, operations: list, options: GpuOptions) -> Unit:
-        from braze.codegen.gpu import render_source
-        from braze.codegen.opencl import OpenCLRenderer
-
-        source, specs = render_source(OpenCLRenderer, kernels, threads=options.threads)
-        return Unit(source, specs, {}, OpenCLRenderer.extension)
-
     def build(self, unit: Unit, options: GpuOptions) -> Built:
         from braze.runtime.opencl import OpenCLKernels
 

@@ -20,7 +20,7 @@ def _compile(target_name: str, model: str, **options):
     need(f"the {target_name} target", target.compiler_missing())
     chosen = target.options(options)
     _, kernels = model_kernels(model)
-    unit = target.emit(kernels, [], chosen)
+    unit = target.emit(kernels, chosen)
     assert len(unit.kernels) == len(kernels) >= 1
     return target.compile_artifact(unit, chosen)
 
@@ -56,7 +56,7 @@ def test_ocloc_builds_the_opencl_c_for_pvc(model):
     opencl = targets.get("opencl")
     options = opencl.options()
     _, kernels = model_kernels(model)
-    unit = opencl.emit(kernels, [], options)
+    unit = opencl.emit(kernels, options)
     binary = NativeCache(toolchain=OclocToolchain("pvc"), salt=options.key()).load(unit.source)
     assert len(binary) > 1000
 

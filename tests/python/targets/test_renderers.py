@@ -10,6 +10,7 @@ import pytest
 from kernels import MODEL_NAMES, model_kernels
 
 import braze
+import braze.codegen
 from braze.codegen.analysis import KERNEL_BODY_OPS, KernelAnalysis
 from braze.codegen.cpp.emitter import CppRenderer
 from braze.codegen.cuda import CudaRenderer, HipRenderer
@@ -121,3 +122,12 @@ def test_threads_must_be_a_power_of_two():
     _, kernels = kernel_form(braze.parse(POINTWISE), "func.func(braze-lower-kernels)")
     with pytest.raises(braze.BrazeError, match="power of two, got 96"):
         CudaRenderer(KernelAnalysis(kernels[0], "k"), threads=96)
+
+
+def test_codegen_emit_takes_captured_ir_and_names_unknown_targets():
+    emitted = braze.codegen.emit(POINTWISE, "hip", threads=64)
+    (function,) = emitted.values()
+    assert list(emitted) == ["f"] and function.extension == ".hip" and len(function.kernels) == 1
+    assert "__launch_bounds__(64)" in function.source
+    with pytest.raises(braze.BrazeError, match="no renderer for target 'tpu'"):
+        braze.codegen.emit(POINTWISE, "tpu")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from braze.runtime.native_cache import Toolchain, compiler
+from braze.runtime.native_cache import Toolchain
 
 SHIM = Path(__file__).parent
 
