@@ -86,7 +86,7 @@ def test_a_row_reduction_is_a_block_tree_through_shared_memory(renderer, shared,
     assert len(specs) == 2  # the sum and the argmax are siblings: one kernel each
     for spec in specs.values():
         assert spec.one_block_per_row and spec.threads == 64 and spec.static_domain == [None, 300]
-    assert f"{shared} float v" in source and f"[64];" in source
+    assert f"{shared} float v" in source and "[64];" in source
     assert f"{shared} int64_t v" in source  # argmax keeps the index of each thread's best
     assert source.count(barrier) == 4  # two trees, each: one barrier before, one per level
     assert "for (int s = 32; s > 0; s >>= 1)" in source
