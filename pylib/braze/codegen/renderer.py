@@ -52,6 +52,17 @@ class CStyleRenderer:
     half_store = {"bf16": "bz_f32_to_bf16", "f16": "bz_f32_to_f16"}
     half_round = {"bf16": "bz_round_bf16", "f16": "bz_round_f16"}
     bool_literals = ("false", "true")
+    # Ops spelled by a template over their operands ({0}, {1}) and the
+    # result's compute type ({type}); the others have an op_<dialect>_<name> rule.
+    templates = {
+        "arith.negf": "-{0}",
+        "arith.maximumf": "{nan_max}({0}, {1})",
+        "arith.minimumf": "{nan_min}({0}, {1})",
+        "arith.maxsi": "({0} > {1} ? {0} : {1})",
+        "arith.minsi": "({0} < {1} ? {0} : {1})",
+        "math.absi": "({0} < 0 ? ({type})(0 - ({uint64}){0}) : {0})",
+        "arith.select": "({0} ? {1} : {2})",
+    }
     int64_min = "INT64_MIN"
 
     def __init__(self, analysis: KernelAnalysis):
@@ -181,6 +192,9 @@ class CStyleRenderer:
             value = f"({c_type}){operands[0]}"
             target = type_name(result_type)
             return f"{self.half_round[target]}({value})" if target in self.half_round else value
+        if name in self.templates:
+            return self.templates[name].format(*operands, type=c_type, uint64=self.uint64,
+                                               nan_max=self.nan_max, nan_min=self.nan_min)
         rule = getattr(self, "op_" + name.replace(".", "_"), None)
         if rule is None or name not in KERNEL_BODY_OPS:
             raise self.fail(op, f"has no {self.language} form")
@@ -199,24 +213,6 @@ class CStyleRenderer:
             return self.int_literal(value, c_type)
         raise self.fail(op, f"has no {self.language} literal for {attribute}")
 
-    def op_arith_negf(self, op, operands, result_type, c_type):
-        return f"-{operands[0]}"
-
-    def op_arith_maximumf(self, op, operands, result_type, c_type):
-        return f"{self.nan_max}({operands[0]}, {operands[1]})"
-
-    def op_arith_minimumf(self, op, operands, result_type, c_type):
-        return f"{self.nan_min}({operands[0]}, {operands[1]})"
-
-    def op_arith_maxsi(self, op, operands, result_type, c_type):
-        return f"({operands[0]} > {operands[1]} ? {operands[0]} : {operands[1]})"
-
-    def op_arith_minsi(self, op, operands, result_type, c_type):
-        return f"({operands[0]} < {operands[1]} ? {operands[0]} : {operands[1]})"
-
-    def op_math_absi(self, op, operands, result_type, c_type):
-        return f"({operands[0]} < 0 ? ({c_type})(0 - ({self.uint64}){operands[0]}) : {operands[0]})"
-
     def op_arith_cmpf(self, op, operands, result_type, c_type):
         predicate = op.attributes["predicate"].value
         if predicate not in CMPF:
@@ -225,9 +221,6 @@ class CStyleRenderer:
 
     def op_arith_cmpi(self, op, operands, result_type, c_type):
         return f"({operands[0]} {CMPI[op.attributes['predicate'].value]} {operands[1]})"
-
-    def op_arith_select(self, op, operands, result_type, c_type):
-        return f"({operands[0]} ? {operands[1]} : {operands[2]})"
 
     def op_tensor_extract(self, op, operands, result_type, c_type):
         number = self.a.input_number(op.operation.operands[0])
@@ -252,6 +245,6 @@ class CStyleRenderer:
                 if not all(t in cls.functions.get(name, {}) for t in ("float", "double")
                            if t in cls.compute_types.values()):
                     missing.append(name)
-            elif not hasattr(cls, "op_" + name.replace(".", "_")):
+            elif name not in cls.templates and not hasattr(cls, "op_" + name.replace(".", "_")):
                 missing.append(name)
         return missing

@@ -39,13 +39,20 @@ class CommandToolchain(Toolchain):
     def command(self, source: Path, output: Path) -> list[str]:
         return [self.program, *self.flags, str(source), self.output_flag, str(output)]
 
+    def made(self, output: Path) -> Path:
+        """Where the command leaves the artifact it was asked to write at `output`."""
+        return output
+
     def run(self, source: Path, output: Path, entry: Path) -> None:
         command = self.command(source, output)
         run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **self.environment})
-        if run.returncode != 0 or not output.exists():
+        made = self.made(output)
+        if run.returncode != 0 or not made.exists():
             raise BrazeError(
                 f"{self.title} failed (exit {run.returncode}) on {source}; the source is kept there.\n"
                 f"$ {shlex.join(command)}\n{(run.stderr + run.stdout).strip()}")
+        if made != output:
+            os.replace(made, output)
         (entry / "build.log").write_text(run.stderr + run.stdout)
 
     def load(self, path: Path):
@@ -94,16 +101,8 @@ class OclocToolchain(CommandToolchain):
         return [self.program, *self.flags, str(source), "-output", output.stem,
                 "-out_dir", str(output.parent)]
 
-    def run(self, source: Path, output: Path, entry: Path) -> None:
-        command = self.command(source, output)
-        run = subprocess.run(command, capture_output=True, text=True)
-        binary = output.with_suffix("")  # -output_no_suffix: the device binary is named as asked
-        if run.returncode != 0 or not binary.exists():
-            raise BrazeError(
-                f"{self.title} failed (exit {run.returncode}) on {source}; the source is kept there.\n"
-                f"$ {shlex.join(command)}\n{(run.stderr + run.stdout).strip()}")
-        os.replace(binary, output)
-        (entry / "build.log").write_text(run.stderr + run.stdout)
+    def made(self, output: Path) -> Path:
+        return output.with_suffix("")  # -output_no_suffix: the binary is named as asked
 
 
 class NvrtcToolchain(Toolchain):

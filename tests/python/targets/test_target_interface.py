@@ -11,13 +11,11 @@ from braze import target as targets_module
 from braze.target import Target, TargetOptions, for_device
 
 SOFTMAX = """
-func.func @softmax(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
-  %m = braze.max %x dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
-  %d = braze.sub %x, %m : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
-  %e = braze.exp %d : tensor<?x64xf32>
-  %s = braze.sum %e dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
-  %q = braze.div %e, %s : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
-  return %q : tensor<?x64xf32>
+func.func @f(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %e = braze.exp %x : tensor<?x32xf32>
+  %s = braze.sum %e dims [1] keepdim : tensor<?x32xf32> -> tensor<?x1xf32>
+  %q = braze.div %e, %s : tensor<?x32xf32>, tensor<?x1xf32> -> tensor<?x32xf32>
+  return %q : tensor<?x32xf32>
 }"""
 
 
