@@ -83,6 +83,13 @@ class KernelSpec:
         return (len(self.static_domain) + sum(t.rank for t in self.input_types)
                 + sum(t.rank for t in self.result_types))
 
+    def blocks(self, extents: list[int]) -> int:
+        """GPU blocks for a launch over `extents`: one per parallel point
+        (row) for a reduction, else enough for one thread per point."""
+        if self.one_block_per_row:
+            return math.prod(e for d, e in enumerate(extents) if d not in self.reduce)
+        return -(-math.prod(extents) // self.threads)
+
     @property
     def work(self) -> int | None:
         """Points of the domain when static."""

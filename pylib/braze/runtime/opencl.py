@@ -12,7 +12,6 @@ device-resident runtime is later work.
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import torch
@@ -53,20 +52,14 @@ class _OpenCLKernelCall(KernelCall):
     def __init__(self, kernel, spec: KernelSpec, op, slots: dict):
         super().__init__(spec, op, slots)
         self.kernel = kernel
-        self.threads = spec.threads
-        self.row_dims = [d for d in range(len(spec.static_domain)) if d not in spec.reduce]
-        self.one_block_per_row = spec.one_block_per_row
-        self.can_fail = spec.can_fail
+        self.spec = spec
 
     def launch(self, inputs, outputs, extents, sizes) -> int:
         import pyopencl as cl
 
         ctx, queue = context()
         flags = cl.mem_flags
-        if self.one_block_per_row:
-            blocks = math.prod(extents[d] for d in self.row_dims)
-        else:
-            blocks = -(-math.prod(extents) // self.threads)
+        blocks, threads = self.spec.blocks(extents), self.spec.threads
         if blocks == 0:
             return 0  # no point to compute; results are empty
         buffers = [cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=_bytes(t))
@@ -76,11 +69,11 @@ class _OpenCLKernelCall(KernelCall):
         failed = np.zeros(1, np.int32)
         extra = [cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=size_array),
                  cl.Buffer(ctx, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=failed)]
-        self.kernel(queue, (blocks * self.threads,), (self.threads,), *buffers, *results, *extra)
+        self.kernel(queue, (blocks * threads,), (threads,), *buffers, *results, *extra)
         for tensor, buffer in zip(outputs, results):
             if tensor.numel():
                 cl.enqueue_copy(queue, _bytes(tensor), buffer)
-        if self.can_fail:
+        if self.spec.can_fail:
             cl.enqueue_copy(queue, failed, extra[1])
         queue.finish()
         return int(failed[0])

@@ -1,8 +1,8 @@
-"""Targets that compile kernels here but have no runtime in this build yet
-(CUDA, HIP, Metal): `braze.codegen.emit` and `braze-translate` print their
-source, `compile_artifact` builds it through the content-hash cache, and
-compiling a whole program for them is refused with the reason. Also the
-toolchains they build with (and ocloc for the OpenCL C)."""
+"""Targets whose kernels compile here through the content-hash cache
+(`compile_artifact`): CUDA and HIP have no runtime in this build yet
+(compiling a program for them is refused with the reason), Metal runs in
+the C++ shim (target/metal_shim). Also the toolchains they build with, and
+ocloc for the OpenCL C."""
 
 from __future__ import annotations
 
@@ -164,15 +164,16 @@ class MetalOptions(GpuOptions):
 
 
 class CompileOnlyTarget(Target):
-    """Emits and builds; compiling a program to run is refused (no runtime yet)."""
+    """Emits and builds kernels; compiling a program to run is refused (no
+    runtime yet) unless a subclass has one."""
 
-    def toolchain(self, options) -> Toolchain:
+    def toolchain(self, options, unit: Unit) -> Toolchain:
         raise NotImplementedError
 
     def compile_artifact(self, unit: Unit, options) -> tuple[Path, bytes, bool]:
         """Builds `unit` through the cache: the source's path, the binary,
         and whether it was a cache hit."""
-        cache = NativeCache(directory=options.cache_dir, toolchain=self.toolchain(options), salt=options.key())
+        cache = NativeCache(directory=options.cache_dir, toolchain=self.toolchain(options, unit), salt=options.key())
         binary = cache.load(unit.source)
         return cache.source_path(unit.source), binary, cache.compilations == 0
 
@@ -200,7 +201,7 @@ class CudaTarget(CompileOnlyTarget):
             raise BrazeError(f"cuda option arch must look like sm_90, got {options.arch!r}")
         return options
 
-    def toolchain(self, options: CudaOptions) -> Toolchain:
+    def toolchain(self, options: CudaOptions, unit: Unit) -> Toolchain:
         return NvrtcToolchain(options.arch) if options.compiler == "nvrtc" else NvccToolchain(options.arch)
 
     def compiler_missing(self) -> str | None:
@@ -220,7 +221,7 @@ class HipTarget(CompileOnlyTarget):
     install = "apt-get install hipcc (ROCm; Debian's builds for gfx90a)"
 
 
-    def toolchain(self, options: HipOptions) -> Toolchain:
+    def toolchain(self, options: HipOptions, unit: Unit) -> Toolchain:
         return HipccToolchain(options.arch)
 
     def compiler_missing(self) -> str | None:
@@ -229,15 +230,26 @@ class HipTarget(CompileOnlyTarget):
 
 class MetalTarget(CompileOnlyTarget):
     name = "metal"
-    device = "mps"
     options_type = MetalOptions
-    install = "macOS with Xcode (xcrun metal); elsewhere kernels are checked as C++ (docs/targets.md)"
+    device = "cpu"  # here: kernels run in the C++ shim, on host tensors
+    install = "a C++20 compiler (g++ 11+) for the shim; Apple's Metal toolchain is not used yet"
 
 
-    def toolchain(self, options) -> Toolchain:
+    def toolchain(self, options, unit: Unit) -> Toolchain:
         from braze.target.metal_shim import MetalShimToolchain
 
-        return MetalShimToolchain()
+        return MetalShimToolchain(unit.kernels)
+
+    def build(self, unit: Unit, options) -> Built:
+        """Here: the kernels run in the C++ shim on the CPU (an emulation
+        for testing; docs/targets.md)."""
+        from braze.target.metal_shim import ShimKernels
+
+        path, library, hit = self.compile_artifact(unit, options)
+        return Built(ShimKernels(library), path, hit)
+
+    def device_missing(self) -> str | None:
+        return None  # the shim runs anywhere a C++20 compiler does
 
     def compiler_missing(self) -> str | None:
         from braze.runtime.native_cache import compiler
