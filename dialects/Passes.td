@@ -153,6 +153,12 @@ def BrazeLowerKernels : Pass<"braze-lower-kernels", "::mlir::func::FuncOp"> {
     }
     ```
 
+    Half-precision arithmetic is explicit, so every target rounds alike: an
+    f16/bf16 load is widened with `arith.extf` to f32, the ops compute in f32
+    (a reduction of bf16 accumulates in f32), a conversion to a half type
+    rounds with `arith.truncf` and continues in f32 after an `arith.extf`,
+    and a half result is narrowed with `arith.truncf` where it is stored.
+
     Layout ops, matrix products, constants and parameters stay as they are:
     they are views or library calls for the runtime. A group that is not one
     domain (ranks differ, or reductions over different dims) is an error.

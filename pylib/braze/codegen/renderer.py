@@ -191,7 +191,9 @@ class CStyleRenderer:
         if name in CASTS:
             value = f"({c_type}){operands[0]}"
             target = type_name(result_type)
-            return f"{self.half_round[target]}({value})" if target in self.half_round else value
+            if target not in self.half_round or self._only_stored(op):
+                return value  # a stored half value is rounded by the store's conversion
+            return f"{self.half_round[target]}({value})"
         if name in self.templates:
             return self.templates[name].format(*operands, type=c_type, uint64=self.uint64,
                                                nan_max=self.nan_max, nan_min=self.nan_min)
@@ -199,6 +201,11 @@ class CStyleRenderer:
         if rule is None or name not in KERNEL_BODY_OPS:
             raise self.fail(op, f"has no {self.language} form")
         return rule(op, operands, result_type, c_type)
+
+    @staticmethod
+    def _only_stored(op) -> bool:
+        uses = list(op.operation.results[0].uses)
+        return bool(uses) and all(use.owner.name == "braze.store" for use in uses)
 
     def op_arith_constant(self, op, operands, result_type, c_type):
         attribute = op.attributes["value"]

@@ -5,6 +5,7 @@ PoCL (a CPU device); Intel GPUs take the same source."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,10 +44,16 @@ class OpenCLToolchain(Toolchain):
 
         ctx, _ = context()
         try:
-            program = cl.Program(ctx, source.read_text()).build(options=list(self.flags))
+            with warnings.catch_warnings():
+                # The driver's warnings go to build.log, not to the user.
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                program = cl.Program(ctx, source.read_text()).build(options=list(self.flags))
         except cl.RuntimeError as error:
             raise BrazeError(f"{self.title} failed on {source}; the source is kept there.\n{error}") from None
         output.write_bytes(program.binaries[0])
+        log = program.get_build_info(ctx.devices[0], cl.program_build_info.LOG)
+        if log.strip():
+            (entry / "build.log").write_text(log)
 
     def load(self, path: Path):
         import pyopencl as cl

@@ -100,13 +100,16 @@ func.func @argmax(%x: tensor<4x300xf32>) -> tensor<4xi64> {
 // CUDA: BZ_FN float bz_bf16_to_f32(uint16_t h)
 // CUDA: braze_kernel_0(const uint16_t* in0, uint16_t* out0, const int64_t* sizes, int* failed) {
 // CUDA: const float v1 = bz_bf16_to_f32(in0[i0]);
-// CUDA-NEXT: const float v2 = expf(v1);
-// CUDA-NEXT: out0[i0] = bz_f32_to_bf16(v2);
+// CUDA-NEXT: const float v2 = (float)v1;
+// CUDA-NEXT: const float v3 = expf(v2);
+// CUDA-NEXT: const float v4 = (float)v3;
+// CUDA-NEXT: out0[i0] = bz_f32_to_bf16(v4);
 // CL-LABEL: function @bf16: 1 kernel(s), opencl
-// CL: const float v2 = exp(v1);
+// CL: const float v3 = exp(v2);
 // CPP-LABEL: function @bf16: 1 kernel(s), cpu
 // CPP: const float v1 = bz_bf16_to_f32(in0[i0]);
-// CPP-NEXT: const float v2 = bz_exp(v1);
+// CPP-NEXT: const float v2 = (float)v1;
+// CPP-NEXT: const float v3 = bz_exp(v2);
 func.func @bf16(%x: tensor<16xbf16>) -> tensor<16xbf16> {
   %y = braze.exp %x : tensor<16xbf16>
   return %y : tensor<16xbf16>
