@@ -72,10 +72,15 @@ class KernelSpec:
     input_checks: list[tuple[int, int, int]] = field(default_factory=list)
     # Whether the kernel reports an integer division by zero.
     can_fail: bool = False
-    # GPU launch shape: threads per block (0: not a GPU kernel), and whether
-    # one block serves each parallel point (else one thread per point).
+    # GPU launch shape: threads per block (0: not a GPU kernel) and the
+    # strategy: "points" (a thread per point), "block_tree" (a block per
+    # parallel point) or "row_per_thread" (a thread per parallel point).
     threads: int = 0
-    one_block_per_row: bool = False
+    strategy: str = ""
+
+    @property
+    def one_block_per_row(self) -> bool:
+        return self.strategy == "block_tree"
 
     @property
     def size_count(self) -> int:
@@ -86,8 +91,11 @@ class KernelSpec:
     def blocks(self, extents: list[int]) -> int:
         """GPU blocks for a launch over `extents`: one per parallel point
         (row) for a reduction, else enough for one thread per point."""
-        if self.one_block_per_row:
-            return math.prod(e for d, e in enumerate(extents) if d not in self.reduce)
+        rows = math.prod(e for d, e in enumerate(extents) if d not in self.reduce)
+        if self.strategy == "block_tree":
+            return rows
+        if self.strategy == "row_per_thread":
+            return -(-rows // self.threads)
         return -(-math.prod(extents) // self.threads)
 
     @property

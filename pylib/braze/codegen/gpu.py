@@ -7,21 +7,27 @@ kernel sets to 1 after an integer division by zero), as separate buffers.
 
 * Pointwise kernels: one thread per point of the domain, `threads` per
   block, ceil(points / threads) blocks.
-* Kernels with reductions: one block per parallel point (row). Each
+* Kernels with reductions, by default: one block per parallel point (row). Each
   `braze.reduce` is one loop of the block's threads over the reduction
   points (thread t takes points t, t + threads, ...), recomputing the
   pointwise values it needs, then a tree over the threads' partial results
   through shared (local, threadgroup) memory, with a barrier per level.
   Reduction-dependent stores run in one more such loop; stores of values
   that exist once per row are written by thread 0.
+* Short rows, when `braze-gpu-schedule` says so (`strategy =
+  "row_per_thread"`): one thread per row, which loops over the row alone.
 
-The launch shape is recorded in the kernel's `KernelSpec` (`threads`,
-`one_block_per_row`).
+A kernel's `braze.schedule` attribute (from `braze-gpu-schedule`) sets the
+strategy and the threads per block; without it: "points" or "block_tree",
+and the renderer's default threads. The launch shape is recorded in the
+kernel's `KernelSpec` (`threads`, `strategy`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from mlir import ir
 
 from braze.codegen.analysis import KernelAnalysis, type_name
 from braze.codegen.renderer import CStyleRenderer
@@ -29,6 +35,7 @@ from braze.errors import BrazeError
 
 GPU_PRELUDE = Path(__file__).with_name("gpu_prelude.h").read_text()
 DEFAULT_THREADS = 256
+STRATEGIES = ("points", "block_tree", "row_per_thread")
 
 STORAGE_TYPES = {
     "f32": "float", "f64": "double", "f16": "uint16_t", "bf16": "uint16_t",
@@ -66,10 +73,19 @@ class GpuRenderer(CStyleRenderer):
 
     def __init__(self, analysis: KernelAnalysis, threads: int = DEFAULT_THREADS):
         super().__init__(analysis)
+        self.strategy = "block_tree" if analysis.reduce else "points"
+        schedule = analysis.kernel.attributes["braze.schedule"] if "braze.schedule" in analysis.kernel.attributes else None
+        if schedule is not None:
+            self.strategy = ir.StringAttr(schedule["strategy"]).value
+            threads = ir.IntegerAttr(schedule["threads"]).value
+            if (self.strategy == "points") != (not analysis.reduce) or self.strategy not in STRATEGIES:
+                raise BrazeError(f"kernel {analysis.name}: schedule strategy {self.strategy!r} does not fit a "
+                                 f"kernel {'with' if analysis.reduce else 'without'} reductions")
         if threads < 1 or threads & (threads - 1):
             raise BrazeError(f"kernel {analysis.name}: threads per block must be a power of two, got {threads}")
         self.threads = threads
         self.shared: list[str] = []
+        self.tree = self.strategy == "block_tree"
 
     def special_float(self, kind: str, c_type: str) -> str:
         return f"BZ_{kind.upper()}_{'F' if c_type == 'float' else 'D'}"
@@ -114,8 +130,13 @@ class GpuRenderer(CStyleRenderer):
                 else:
                     self.define(op, body, "  ")
         else:
-            body.append(f"  const int64_t tid = {self.local_id};")
-            body.append(f"  const int64_t point = {self.block_id};")
+            if self.tree:
+                body.append(f"  const int64_t tid = {self.local_id};")
+                body.append(f"  const int64_t point = {self.block_id};")
+            else:
+                rows = " * ".join(f"n{d}" for d in a.parallel) or "1"
+                body.append(f"  const int64_t point = (int64_t){self.block_id} * {self.threads} + {self.local_id};")
+                body.append(f"  if (point >= {rows}) return;")
             body += self._decode("point", a.parallel, "  ")
             body.append(f"  const int64_t reduce_points = {' * '.join(f'n{d}' for d in a.reduce)};")
             for op in a.ops:
@@ -124,7 +145,8 @@ class GpuRenderer(CStyleRenderer):
                     self._reduce_stage(op, body)
                 elif name == "braze.store":
                     if not a.per_reduction_point(op):
-                        body.append(f"  if (tid == 0) {{ {self.store_line(op)} }}")
+                        line = self.store_line(op)
+                        body.append(f"  if (tid == 0) {{ {line} }}" if self.tree else f"  {line}")
                 elif not a.is_full(op):
                     self.define(op, body, "  ")
             stores = a.stages[-1].stores if a.stages else []
@@ -154,7 +176,10 @@ class GpuRenderer(CStyleRenderer):
 
     def _over_reduction_points(self, lines: list[str]) -> list[str]:
         """`lines` in this thread's share of the reduction points."""
-        out = [f"  for (int64_t r = tid; r < reduce_points; r += {self.threads}) {{"]
+        if self.tree:
+            out = [f"  for (int64_t r = tid; r < reduce_points; r += {self.threads}) {{"]
+        else:
+            out = ["  for (int64_t r = 0; r < reduce_points; ++r) {"]
         out += self._decode("r", self.a.reduce, "    ")
         out += ["    " + line for line in lines]
         return out + ["  }"]
@@ -187,7 +212,8 @@ class GpuRenderer(CStyleRenderer):
         buffer = f"{name}_s"
         if kind == "argmax":
             at = f"{name}_at"
-            self.shared += [f"{value_type} {buffer}[{self.threads}];", f"int64_t {at}[{self.threads}];"]
+            if self.tree:
+                self.shared += [f"{value_type} {buffer}[{self.threads}];", f"int64_t {at}[{self.threads}];"]
             out.append(f"  {value_type} {buffer}_mine = 0;")
             out.append(f"  int64_t {at}_mine = -1;")
             better = self._better(value, f"{buffer}_mine", value_type)
@@ -197,18 +223,24 @@ class GpuRenderer(CStyleRenderer):
             other, mine = f"B({buffer})", f"A({buffer})"
             take = (f"B({at}) >= 0 && (A({at}) < 0 || {self._better(other, mine, value_type)} || "
                     f"(({other} == {mine} || ({other} != {other} && {mine} != {mine})) && B({at}) < A({at})))")
+            if not self.tree:
+                out.append(f"  const int64_t {name} = {at}_mine < 0 ? 0 : {at}_mine;")
+                return
             out += self._tree(f"if ({take}) {{ {mine} = {other}; A({at}) = B({at}); }}", [buffer, at])
             out.append(f"  const int64_t {name} = {at}[0] < 0 ? 0 : {at}[0];")
             return
         is_bool = type_name(operand.type) == "i1"
         acc_type = "int" if is_bool else value_type
-        self.shared.append(f"{acc_type} {buffer}[{self.threads}];")
+        if self.tree:
+            self.shared.append(f"{acc_type} {buffer}[{self.threads}];")
         start, combine = self._reduction(op, kind, value_type, is_bool)
         out.append(f"  {acc_type} {buffer}_mine = {start};")
         out += self._over_reduction_points(
             inner + [f"{buffer}_mine = {combine.format(a=f'{buffer}_mine', b=f'({acc_type}){value}' if is_bool else value)};"])
-        out += self._tree(f"A({buffer}) = {combine.format(a=f'A({buffer})', b=f'B({buffer})')};", [buffer])
-        final = f"{buffer}[0] != 0" if is_bool else f"{buffer}[0]"
+        if self.tree:
+            out += self._tree(f"A({buffer}) = {combine.format(a=f'A({buffer})', b=f'B({buffer})')};", [buffer])
+        total = f"{buffer}[0]" if self.tree else f"{buffer}_mine"
+        final = f"{total} != 0" if is_bool else total
         out.append(f"  const {self.compute_type(result.type)} {name} = {final};")
 
     @staticmethod
@@ -248,8 +280,9 @@ def render_source(renderer_type, kernels: list, prefix: str = "braze_kernel",
     specs = {}
     for number, kernel in enumerate(kernels):
         analysis = KernelAnalysis(kernel, f"{prefix}_{number}")
-        parts.append(renderer_type(analysis, threads).render())
+        renderer = renderer_type(analysis, threads)
+        parts.append(renderer.render())
         spec = analysis.spec()
-        spec.threads, spec.one_block_per_row = threads, bool(analysis.reduce)
+        spec.threads, spec.strategy = renderer.threads, renderer.strategy
         specs[analysis.name] = spec
     return "\n\n".join(parts) + "\n", specs

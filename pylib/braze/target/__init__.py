@@ -76,6 +76,9 @@ class Target:
     device = "cpu"
     # What to install for its toolchain, e.g. "pip install 'braze[opencl]'".
     install = ""
+    # Whether its kernels run on a GPU's threads and blocks: its pipeline
+    # then ends with braze-gpu-schedule (its options need `threads`).
+    gpu = False
 
     def options(self, given: dict | None = None) -> TargetOptions:
         known = {f.name for f in dataclasses.fields(self.options_type)}
@@ -89,7 +92,10 @@ class Target:
         """The pass pipeline that takes captured IR to the kernel form."""
         from braze.passes import kernel_form_pipeline
 
-        return kernel_form_pipeline(options.fuse, options.recompute_limit)
+        pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit)
+        if self.gpu:
+            pipeline += f",func.func(braze-gpu-schedule{{target={self.name} threads={int(options.threads)}}})"
+        return pipeline
 
     def emit(self, operations: list, options: TargetOptions) -> Unit:
         """The source of the braze.kernel ops among one function's `operations`."""

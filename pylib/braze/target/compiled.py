@@ -167,6 +167,8 @@ class CompileOnlyTarget(Target):
     """Emits and builds kernels; compiling a program to run is refused (no
     runtime yet) unless a subclass has one."""
 
+    gpu = True
+
     def toolchain(self, options, unit: Unit) -> Toolchain:
         raise NotImplementedError
 

@@ -69,6 +69,7 @@ class OpenCLToolchain(Toolchain):
 
 class OpenCLTarget(Target):
     name = "opencl"
+    gpu = True
     device = "cpu"  # tensors stay on the host; kernels copy them to the OpenCL device
     options_type = GpuOptions
     install = "pip install 'braze[opencl]' and an OpenCL driver (Debian: pocl-opencl-icd)"

@@ -14,7 +14,7 @@ import braze.codegen
 from braze.codegen.analysis import KERNEL_BODY_OPS, KernelAnalysis
 from braze.codegen.cpp.emitter import CppRenderer
 from braze.codegen.cuda import CudaRenderer, HipRenderer
-from braze.codegen.gpu import render_source
+from braze.codegen.gpu import STRATEGIES, render_source
 from braze.codegen.metal import MetalRenderer
 from braze.codegen.opencl import OpenCLRenderer
 from braze.testing.kernels import kernel_form
@@ -46,10 +46,10 @@ def test_every_renderer_has_a_rule_for_every_kernel_body_op(renderer):
 @pytest.mark.parametrize("renderer", GPU_RENDERERS, ids=lambda r: r.__name__)
 def test_every_capture_suite_kernel_renders(renderer, model):
     _, kernels = model_kernels(model)
-    source, specs = render_source(renderer, kernels, threads=128)
+    source, specs = render_source(renderer, kernels, threads=128)  # the schedule attribute wins
     assert len(specs) == len(kernels)
     for name, spec in specs.items():
-        assert spec.threads == 128 and f" {name}(" in source
+        assert spec.strategy in STRATEGIES and 32 <= spec.threads <= 256 and f" {name}(" in source
 
 
 SUM_ROWS = """
@@ -131,3 +131,20 @@ def test_codegen_emit_takes_captured_ir_and_names_unknown_targets():
     assert "__launch_bounds__(64)" in function.source
     with pytest.raises(braze.BrazeError, match="no renderer for target 'tpu'"):
         braze.codegen.emit(POINTWISE, "tpu")
+
+
+def test_the_schedule_attribute_chooses_one_thread_per_short_row():
+    text = """
+    func.func @f(%x: tensor<?x10xf32>) -> tensor<?xi64> {
+      %a = braze.argmax %x dims [1] : tensor<?x10xf32> -> tensor<?xi64>
+      return %a : tensor<?xi64>
+    }"""
+    _, kernels = kernel_form(braze.parse(text), "func.func(braze-lower-kernels,braze-gpu-schedule{target=opencl threads=64})")
+    source, specs = render_source(OpenCLRenderer, kernels, threads=256)
+    (spec,) = specs.values()
+    assert spec.strategy == "row_per_thread" and spec.threads == 64 and not spec.one_block_per_row
+    assert "barrier(" not in source and "__local" not in source
+    assert "const int64_t point = (int64_t)get_group_id(0) * 64 + get_local_id(0);" in source
+    assert "if (point >= n0) return;" in source
+    assert "for (int64_t r = 0; r < reduce_points; ++r) {" in source
+    assert spec.blocks([130, 10]) == 3  # ceil(130 rows / 64 threads)
