@@ -74,3 +74,46 @@ def test_a_compile_failure_names_the_message_and_the_kept_source(monkeypatch):
         _compile("cuda", "mlp", compiler="nvrtc")
     message = str(caught.value)
     assert "braze test failure" in message and "source.cu; the source is kept there" in message
+
+
+def test_nvrtc_builds_the_opinfo_samples_kernels():
+    """One float32 and one bfloat16 OpInfo sample per op: its kernels as CUDA
+    C++, built by NVRTC for sm_90 (all of an op's kernels in one source)."""
+    pytest.importorskip("expecttest", reason="OpInfo's database needs expecttest")
+    import warnings
+
+    import torch
+
+    from braze.testing.kernels import kernel_form
+    from braze.testing.opinfo import opinfos, sample_model
+
+    cuda = targets.get("cuda")
+    need("the cuda target", cuda.compiler_missing())
+    options = cuda.options()
+    built, failures = 0, []
+    for name, info in sorted(opinfos().items()):
+        for dtype in (torch.float32, torch.bfloat16):
+            if dtype not in info.supported_dtypes("cpu"):
+                continue
+            sample = next(iter(info.sample_inputs("cpu", dtype, requires_grad=False)), None)
+            if sample is None:
+                continue
+            model, tensors = sample_model(info, sample)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    program = braze.export(model, tensors)
+            except braze.BrazeError:
+                continue  # refused or untraceable: test_opinfo covers those outcomes
+            _, kernels = kernel_form(program.module, cuda.pipeline(options))
+            if not kernels:
+                continue
+            try:
+                _, cubin, _ = cuda.compile_artifact(cuda.emit(kernels, options), options)
+            except braze.BrazeError as error:
+                failures.append(f"{name} {dtype}: {error.message[:400]}")
+                continue
+            assert cubin[:4] == b"\x7fELF"
+            built += 1
+    assert not failures, "\n".join(failures)
+    assert built >= 100
