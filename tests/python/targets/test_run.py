@@ -9,6 +9,7 @@ from test_models import MODELS, _inputs, _model, assert_close
 
 import braze
 from braze import target as targets
+from braze.testing.modules import Apply
 
 # Per target: options that keep its runs quick (the shim starts a thread per
 # Metal thread).
@@ -27,15 +28,6 @@ def _compile(model, args, target, **kwargs):
 
 def _compile_mlir(text, target):
     return braze.compile_mlir(text, target=target, options=RUNNING[target])
-
-
-class _Function(torch.nn.Module):
-    def __init__(self, function):
-        super().__init__()
-        self.function = function
-
-    def forward(self, *args):
-        return self.function(*args)
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -82,7 +74,7 @@ def test_row_reductions_and_argmax_match_eager(dtype, target):
     x = torch.randn(7, 300).to(dtype)
     x[2, 17] = float("nan")
     x[3, :] = 1.0  # ties: the first index wins
-    compiled = _compile(_Function(f), (x,), target)
+    compiled = _compile(Apply(f), (x,), target)
     for actual, expected in zip(compiled(x), f(x)):
         assert actual.dtype == expected.dtype
         tolerance = {torch.bfloat16: 2e-2, torch.float16: 2e-3}.get(dtype, 1e-5)
@@ -94,7 +86,7 @@ def test_reduction_over_a_leading_dim_and_broadcast_input(target):
         return (x * b).sum(0), torch.relu(x + b).mean(-1, keepdim=True)
 
     x, b = torch.randn(33, 5, 70), torch.randn(70)
-    compiled = _compile(_Function(f), (x, b), target)
+    compiled = _compile(Apply(f), (x, b), target)
     for actual, expected in zip(compiled(x, b), f(x, b)):
         torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
 
