@@ -153,6 +153,12 @@ def BrazeLowerKernels : Pass<"braze-lower-kernels", "::mlir::func::FuncOp"> {
     }
     ```
 
+    Half-precision arithmetic is explicit, so every target rounds alike: an
+    f16/bf16 load is widened with `arith.extf` to f32, the ops compute in f32
+    (a reduction of bf16 accumulates in f32), a conversion to a half type
+    rounds with `arith.truncf` and continues in f32 after an `arith.extf`,
+    and a half result is narrowed with `arith.truncf` where it is stored.
+
     Layout ops, matrix products, constants and parameters stay as they are:
     they are views or library calls for the runtime. A group that is not one
     domain (ranks differ, or reductions over different dims) is an error.
@@ -282,6 +288,49 @@ def BrazeChannelsLast : Pass<"braze-channels-last", "::mlir::func::FuncOp"> {
   let statistics = [
     Statistic<"numConvolutions", "convolutions", "Convolutions run channels-last">,
     Statistic<"numKernels", "kernels", "Kernels made to iterate in NHWC order">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// GPU scheduling
+//===----------------------------------------------------------------------===//
+
+def BrazeGpuSchedule : Pass<"braze-gpu-schedule", "::mlir::func::FuncOp"> {
+  let summary = "Choose each kernel's GPU launch shape (a discardable attribute)";
+  let description = [{
+    Annotates every `braze.kernel` with `braze.schedule`, a dictionary that
+    the GPU renderers honour (without it they choose their defaults):
+
+    - `strategy = "points"`: a kernel without reductions, one thread per point;
+    - `strategy = "row_per_thread"`: a reduction whose rows are short (at most
+      `short-row` reduction points, known statically): one thread computes a
+      whole row, no shared memory, no barriers;
+    - `strategy = "block_tree"`: one block per row, its threads stride over
+      the reduction points, then a tree through shared memory;
+    - `threads`: threads per block, a power of two: `threads` for points and
+      short rows; for a block tree the smallest power of two covering the
+      row, at least the target's warp (`target`: 32 on cuda, opencl and metal,
+      64 on hip) and at most `threads`; `threads` when the row is dynamic.
+
+    ```mlir
+    %s = braze.kernel ins(%x : tensor<4x64xf32>) domain [4, 64] reduce [1] : tensor<4xf32> {...}
+    ```
+    becomes, under `braze-gpu-schedule{target=cuda}`,
+    ```mlir
+    %s = braze.kernel ins(%x : tensor<4x64xf32>) domain [4, 64] reduce [1]
+        attributes {braze.schedule = {strategy = "block_tree", threads = 64 : i64}} : tensor<4xf32> {...}
+    ```
+  }];
+  let options = [
+    Option<"target", "target", "std::string", "\"cuda\"",
+           "The GPU target: cuda, hip, opencl or metal (sets the warp width)">,
+    Option<"threads", "threads", "int64_t", "256",
+           "Most threads per block (a power of two)">,
+    Option<"shortRow", "short-row", "int64_t", "16",
+           "Rows of at most this many reduction points take one thread each">,
+  ];
+  let statistics = [
+    Statistic<"numScheduled", "kernels", "Kernels annotated">,
   ];
 }
 

@@ -141,6 +141,92 @@ FailureOr<Value> KernelBuilder::extentOperand(int64_t dim) {
          << dim << " of its iteration domain in any input";
 }
 
+
+static bool isHalf(Type type) { return type.isF16() || type.isBF16(); }
+
+/// Makes half-precision arithmetic explicit, so every target rounds alike:
+/// f16/bf16 values are widened to f32 where they are loaded
+/// (`arith.extf` after `tensor.extract`), every op computes in f32, a
+/// conversion to a half type rounds explicitly (`arith.truncf` to it, then
+/// `arith.extf` back), and a half result is narrowed where it is stored
+/// (`arith.truncf` before `braze.store`). Half constants become the same
+/// value in f32. The kernel's results are what they were: PyTorch's rules
+/// round at the same places.
+/// Points the uses of half value `half` at its f32 widening, except the
+/// widening itself and stores (which store the half value as it is).
+static void widenUses(Value half, Value widened) {
+  half.replaceUsesWithIf(widened, [&](OpOperand &use) {
+    return use.getOwner() != widened.getDefiningOp() &&
+           !isa<StoreOp>(use.getOwner());
+  });
+}
+
+static void computeHalvesInF32(KernelOp kernel) {
+  Block &body = kernel.getBody().front();
+  OpBuilder builder(kernel.getContext());
+  Type f32 = builder.getF32Type();
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    Location loc = op.getLoc();
+    if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+      if (!isHalf(extract.getType()))
+        continue;
+      builder.setInsertionPointAfter(extract);
+      auto widened =
+          arith::ExtFOp::create(builder, loc, f32, extract.getResult());
+      widenUses(extract, widened);
+      continue;
+    }
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto value = dyn_cast<FloatAttr>(constant.getValue());
+      if (!value || !isHalf(value.getType()))
+        continue;
+      builder.setInsertionPoint(constant);
+      auto wide = arith::ConstantOp::create(
+          builder, loc, builder.getF32FloatAttr(value.getValueAsDouble()));
+      constant.replaceAllUsesWith(wide.getResult());
+      constant.erase();
+      continue;
+    }
+    if (auto store = dyn_cast<StoreOp>(op)) {
+      Type element = cast<RankedTensorType>(
+                         kernel.getResult(store.getResult()).getType())
+                         .getElementType();
+      if (!isHalf(element) || store.getValue().getType() == element)
+        continue;
+      builder.setInsertionPoint(store);
+      store->setOperand(0, arith::TruncFOp::create(builder, loc, element,
+                                                   store.getValue()));
+      continue;
+    }
+    if (auto extend = dyn_cast<arith::ExtFOp>(op)) {
+      // From a half type: its operand is f32 now.
+      Value operand = extend.getIn();
+      if (operand.getType() == extend.getType()) {
+        extend.replaceAllUsesWith(operand);
+        extend.erase();
+      }
+      continue;
+    }
+    if (op.getNumResults() != 1 || !isHalf(op.getResult(0).getType()))
+      continue;
+    // A conversion to a half type (truncf, sitofp, uitofp) rounds to it,
+    // then continues in f32; any other op computes in f32.
+    Value result = op.getResult(0);
+    bool converts = isa<arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(op);
+    if (!converts) {
+      result.setType(f32);
+      continue;
+    }
+    builder.setInsertionPointAfter(&op);
+    auto widened = arith::ExtFOp::create(builder, loc, f32, result);
+    widenUses(result, widened);
+  }
+  // Widenings only stores would have read.
+  for (Operation &op : llvm::make_early_inc_range(body))
+    if (isa<arith::ExtFOp>(op) && op.use_empty())
+      op.erase();
+}
+
 FailureOr<KernelOp> KernelBuilder::build() {
   if (failed(computeDomain()))
     return failure();
@@ -182,6 +268,7 @@ FailureOr<KernelOp> KernelBuilder::build() {
   for (auto [number, output] : llvm::enumerate(source.outputs))
     if (failed(store(output, number)))
       return failure();
+  computeHalvesInF32(kernel);
   return kernel;
 }
 

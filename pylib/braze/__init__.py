@@ -5,7 +5,7 @@ from braze.ir import Module, parse
 from braze.passes import register_pass, run_pipeline
 
 __all__ = ["BrazeError", "ExportedProgram", "Module", "compile", "compile_mlir", "export", "parse",
-           "register_pass", "run_pipeline"]
+           "register_pass", "run_pipeline", "targets"]
 
 _TORCH_API = {"export", "ExportedProgram"}
 _COMPILER_API = {"compile", "compile_mlir"}
@@ -22,4 +22,8 @@ def __getattr__(name):
         from braze import compiler
 
         return getattr(compiler, name)
+    if name == "targets":
+        from braze.target import targets
+
+        return targets
     raise AttributeError(f"module 'braze' has no attribute {name!r}")

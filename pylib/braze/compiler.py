@@ -1,5 +1,5 @@
-"""The CPU compiler driver: braze IR -> passes -> kernel form -> C++ ->
-native library -> `Program`.
+"""The compiler driver: braze IR -> the target's passes -> kernel form ->
+the target's source -> its binary (cached) -> `Program` (see braze.target).
 
 `compile_mlir(module_or_text, target="cpu")` compiles IR; `compile(model,
 example_args, ...)` captures a PyTorch model with `braze.export` first.
@@ -7,57 +7,25 @@ example_args, ...)` captures a PyTorch model with `braze.export` first.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
 from braze.errors import BrazeError
 from braze.ir import Module, parse
 from braze.passes import run_pipeline
+from braze.target import TargetOptions
+from braze.target import get as get_target
 
-TARGETS = ("cpu",)
-
-DEFAULT_OPTIONS = {
-    # Fuse pointwise chains and reductions into one kernel each.
-    "fuse": True,
-    # Groups a cheap shared pointwise op may be recomputed in (see
-    # braze-fuse-pointwise).
-    "recompute_limit": 2,
-    # Run 2-D convolutions, and the pointwise kernels between them, on
-    # channels-last memory (braze-channels-last).
-    "channels_last": True,
-    # Merge a kernel's short trailing dims into one loop (braze-collapse-dims).
-    "collapse_dims": True,
-    # Measure each static convolution in both memory formats and run it in
-    # the faster (braze-tune-convolutions): an alternative to channels_last
-    # for networks that mix layouts; its choice depends on the machine's load.
-    "tune_convolutions": False,
-    # Directory of the compiled-library cache (default: BRAZE_CACHE_DIR).
-    "cache_dir": None,
-}
+# The options every target takes, with their defaults (see
+# braze.target.TargetOptions; a target may add its own).
+DEFAULT_OPTIONS = {f.name: f.default for f in dataclasses.fields(TargetOptions)}
 
 
-def _options(options: dict | None) -> dict:
-    merged = dict(DEFAULT_OPTIONS)
-    for key, value in (options or {}).items():
-        if key not in DEFAULT_OPTIONS:
-            known = ", ".join(sorted(DEFAULT_OPTIONS))
-            raise BrazeError(f"unknown compile option {key!r} (known: {known})")
-        merged[key] = value
-    return merged
-
-
-def _check_target(target: str) -> None:
-    if target not in TARGETS:
-        raise BrazeError(f"unknown target {target!r}; this build compiles for: {', '.join(TARGETS)}")
-
-
-def pipeline(options: dict) -> str:
+def pipeline(options: dict, target: str = "cpu") -> str:
     """The pass pipeline that takes captured IR to the kernel form."""
-    fuse = f"braze-fuse-pointwise{{recompute-limit={int(options['recompute_limit'])}}}," if options["fuse"] else ""
-    layout = ",braze-channels-last" if options["channels_last"] else ""
-    collapse = ",braze-collapse-dims" if options["collapse_dims"] else ""
-    tune = ",braze-tune-convolutions" if options["tune_convolutions"] else ""
-    return f"braze-simplify,func.func({fuse}braze-lower-kernels{layout}{collapse}),cse{tune}"
+    chosen = get_target(target)
+    return chosen.pipeline(chosen.options(options))
 
 
 class CompiledProgram:
@@ -79,13 +47,12 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     `target`. The caller's module is not modified."""
     from mlir import ir
 
-    from braze.codegen.cpp.emitter import COMPILE_FLAGS, emit, plan_launches
     from braze.reference.interpreter import _functions, select_entry
     from braze.runtime.executor import Program
-    from braze.runtime.native_cache import DEFAULT_FLAGS, NativeCache
 
-    _check_target(target)
-    options = _options(options)
+    chosen = get_target(target)
+    chosen.require()
+    options = chosen.options(options)
     started = time.perf_counter()
     # A private copy, locations kept, for the passes to rewrite.
     if isinstance(module_or_text, str):
@@ -95,16 +62,15 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     else:
         raise BrazeError(f"compile_mlir expects a braze.Module, an mlir.ir.Module or IR text, "
                          f"got {type(module_or_text).__name__}")
-    run_pipeline(module, pipeline(options))
+    run_pipeline(module, chosen.pipeline(options))
     module_op = module.mlir_module.operation
     func = select_entry(_functions(module_op), entry)
     operations = list(func.regions[0].blocks[0].operations)
     kernels = [op for op in operations if op.operation.name == "braze.kernel"]
-    unit = emit(kernels, plan_launches(operations))
-    cache = NativeCache(directory=options["cache_dir"], flags=DEFAULT_FLAGS + COMPILE_FLAGS)
-    compilations = cache.compilations
-    library = cache.load(unit.source) if kernels else None
-    program = Program(module_op, func, library, list(unit.kernels.values()), unit.launches, parameters)
+    unit = chosen.emit(operations, options)
+    built = chosen.build(unit, options) if kernels else None
+    program = Program(module_op, func, built.kernels if built else None, list(unit.kernels.values()),
+                      unit.launches, parameters)
     stats = {
         "kernels": program.kernel_count,
         "gemms": sum(program.library_calls[name] for name in ("braze.matmul", "braze.bmm", "braze.addmm")),
@@ -113,9 +79,10 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         # aten ops run through torch because braze does not lower them.
         "externs": sum(program.extern_calls.values()),
         "extern_ops": dict(program.extern_calls),
-        "cache_hit": bool(kernels) and cache.compilations == compilations,
+        "cache_hit": bool(built) and built.cache_hit,
         "compile_seconds": time.perf_counter() - started,
-        "source": cache.entry(unit.source) / "source.cpp" if kernels else None,
+        "source": built.source_path if built else None,
+        "target": chosen.name,
     }
     return CompiledProgram(module, program, stats)
 
@@ -171,8 +138,9 @@ def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=N
     serves every size in their ranges."""
     from braze.frontend import export
 
-    _check_target(target)
-    _options(options)
+    chosen = get_target(target)
+    chosen.options(options)
+    chosen.require()
     exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes)
     compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)
     # The aten ops torch.export captured, against which externs are counted.
@@ -180,18 +148,35 @@ def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=N
     return CompiledModel(exported, compiled)
 
 
-def _compile_imported(imported):
+def _target_of(example_inputs) -> str:
+    """The target serving the example inputs' device (the CPU without tensors)."""
+    import torch
+
+    from braze.target import for_device
+
+    devices = {t.device.type for t in example_inputs if isinstance(t, torch.Tensor)}
+    if len(devices) > 1:
+        raise BrazeError(f"the graph's inputs are on several devices ({', '.join(sorted(devices))})")
+    return for_device(devices.pop() if devices else "cpu")
+
+
+def dynamo_backend(graph_module, example_inputs, options: dict | None = None, **kwargs):
+    """`torch.compile(model, backend="braze")`: every graph is compiled for
+    the target of its example inputs' device; `options={"target": "opencl"}`
+    forces one (registered as the torch_dynamo_backends entry point "braze").
+    Other entries of `options` are compile options."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    # AOTAutograd calls this under its fake mode; the program evaluates
-    # constants with real tensors.
-    with unset_fake_temporarily():
-        return compile_mlir(imported.module, "cpu")
-
-
-def dynamo_backend(graph_module, example_inputs, **kwargs):
-    """`torch.compile(model, backend="braze")`: every graph is compiled for
-    the CPU (registered as the torch_dynamo_backends entry point "braze")."""
     from braze.frontend.dynamo import make_backend
 
-    return make_backend(_compile_imported)(graph_module, example_inputs, **kwargs)
+    compile_options = dict(options or {})
+    target = compile_options.pop("target", None) or _target_of(example_inputs)
+    get_target(target).options(compile_options)  # unknown options fail here, not per graph
+
+    def compile_imported(imported):
+        # AOTAutograd calls this under its fake mode; the program evaluates
+        # constants with real tensors.
+        with unset_fake_temporarily():
+            return compile_mlir(imported.module, target, options=compile_options)
+
+    return make_backend(compile_imported)(graph_module, example_inputs, **kwargs)

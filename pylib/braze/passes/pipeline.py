@@ -169,3 +169,13 @@ def run_pipeline(module: Module, pipeline: str) -> Module:
     for step in _plan(pipeline, module.context):
         step.run(module)
     return module
+
+
+def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
+                         collapse_dims: bool = True) -> str:
+    """The passes that take captured IR to the kernel form (every target
+    starts with them; a target may append its own)."""
+    fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}}}," if fuse else ""
+    layout = ",braze-channels-last" if channels_last else ""
+    collapse = ",braze-collapse-dims" if collapse_dims else ""
+    return f"braze-simplify,func.func({fusion}braze-lower-kernels{layout}{collapse}),cse"

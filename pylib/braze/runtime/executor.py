@@ -31,7 +31,7 @@ import torch
 from mlir import ir
 
 from braze import symbolic
-from braze.codegen.cpp.emitter import KernelSpec
+from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError, format_location
 from braze.reference import HANDLERS, Interpreter
 from braze.reference.dtypes import torch_dtype
@@ -54,12 +54,16 @@ class _Step:
     release: tuple[int, ...] = ()
 
 
-class _KernelCall:
-    """One call of a compiled kernel: allocation, checks, the C call."""
+class KernelCall:
+    """One call of a compiled kernel: allocation, checks, then `launch`,
+    which a target's runtime defines (see `CpuKernels`)."""
 
-    def __init__(self, function, spec: KernelSpec, op, slots: dict):
+    # Whether the kernel reads strided views in place (else inputs are made
+    # contiguous first).
+    views_in_place = True
+
+    def __init__(self, spec: KernelSpec, op, slots: dict):
         operands = list(op.operation.operands)
-        self.function = function
         self.name = spec.name
         self.location = format_location(op.operation.location)
         self.inputs = [slots[v] for v in operands[: len(spec.input_types)]]
@@ -79,10 +83,7 @@ class _KernelCall:
             k: j for k, result in enumerate(spec.result_types)
             for j, input_ in enumerate(spec.input_types) if input_ == result}
         self.reuse: dict[int, int] = {}  # set by Program where the input is dead
-        self.buffer_type = ctypes.c_void_p * (len(self.inputs) + len(self.outputs))
-        size_count = (len(self.domain) + sum(t.rank for t in spec.input_types)
-                      + sum(t.rank for t in spec.result_types))
-        self.size_type = ctypes.c_int64 * max(size_count, 1)
+        self.size_type = ctypes.c_int64 * max(spec.size_count, 1)
         self.static = not self.dynamic and all(
             dynamic not in t.shape for t in spec.input_types + spec.result_types)
         if self.static:
@@ -91,6 +92,10 @@ class _KernelCall:
             self.static_sizes = self.size_type(
                 *self.domain, *[s for t in spec.input_types for s in _contiguous_strides(t.shape)],
                 *[d for t in spec.result_types for d in t.shape])
+
+    def launch(self, inputs: list, outputs: list, extents: list, sizes) -> int:
+        """Runs the kernel; returns nonzero after an integer division by zero."""
+        raise NotImplementedError
 
     def __call__(self, env: list) -> None:
         inputs = [env[s] for s in self.inputs]
@@ -110,7 +115,8 @@ class _KernelCall:
         for number, tensor in enumerate(inputs):
             if not tensor.is_contiguous():
                 contiguous = False
-                if tensor.dim() and tensor.stride(-1) != 1 and tensor.shape[-1] != 1:
+                if not self.views_in_place or (
+                        tensor.dim() and tensor.stride(-1) != 1 and tensor.shape[-1] != 1):
                     inputs[number] = tensor.contiguous()  # kernels read rows in place
         outputs = []
         for result, (shape, dtype) in enumerate(zip(shapes, self.result_dtypes)):
@@ -124,11 +130,42 @@ class _KernelCall:
         else:
             sizes = self.size_type(*extents, *[s for t in inputs for s in _strides(t)],
                                    *[d for t in outputs for d in t.shape])
-        pointers = [t.data_ptr() for t in inputs] + [t.data_ptr() for t in outputs]
-        if self.function(self.buffer_type(*pointers), sizes):
+        if self.launch(inputs, outputs, extents, sizes):
             raise BrazeError(f"kernel {self.name} at {self.location}: integer division by zero")
         for slot, tensor in zip(self.outputs, outputs):
             env[slot] = tensor
+
+
+class _NativeKernelCall(KernelCall):
+    """A kernel of a loaded C++ library, called through ctypes."""
+
+    def __init__(self, function, spec: KernelSpec, op, slots: dict):
+        super().__init__(spec, op, slots)
+        self.function = function
+        self.buffer_type = ctypes.c_void_p * (len(self.inputs) + len(self.outputs))
+
+    def launch(self, inputs, outputs, extents, sizes) -> int:
+        pointers = [t.data_ptr() for t in inputs] + [t.data_ptr() for t in outputs]
+        return self.function(self.buffer_type(*pointers), sizes)
+
+
+class CpuKernels:
+    """The CPU target's kernels: one loaded library of C functions."""
+
+    def __init__(self, library):
+        self.library = library
+
+    def _function(self, name: str):
+        function = getattr(self.library, name)
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        return function
+
+    def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
+        return _NativeKernelCall(self._function(spec.name), spec, op, slots)
+
+    def launch_call(self, name: str, calls: list[KernelCall]):
+        return _LaunchCall(self._function(name), calls)
 
 
 def _strides(tensor: torch.Tensor) -> tuple[int, ...]:
@@ -153,7 +190,7 @@ class _LaunchCall:
     see plan_launches), so a launch costs one allocation, not one per result.
     """
 
-    def __init__(self, function, calls: list[_KernelCall]):
+    def __init__(self, function, calls: list[KernelCall]):
         self.function = function
         self.name = " + ".join(call.name for call in calls)
         self.inputs = [slot for call in calls for slot in call.inputs]
@@ -280,14 +317,15 @@ class _ExternCall:
 class Program:
     """A compiled function, callable on torch tensors or numpy arrays."""
 
-    def __init__(self, module_op: ir.Operation, func_op, library, kernels: list[KernelSpec],
+    def __init__(self, module_op: ir.Operation, func_op, kernels_runtime, kernels: list[KernelSpec],
                  launches: dict[str, list[str]], parameters: dict[str, Any] | None):
         """`kernels`: the specs of the function's braze.kernel ops, in order;
         `launches`: launch function -> the consecutive kernels it starts;
-        `library`: the loaded library defining them all."""
+        `kernels_runtime`: the target's step factory for them (`kernel_call`,
+        `launch_call`; see `CpuKernels`)."""
         self.name = func_op.attributes["sym_name"].value
         self.argument_types = list(func_op.type.inputs)
-        self.library = library
+        self.kernels_runtime = kernels_runtime
         interpreter = Interpreter(module_op, parameters)
         block = func_op.regions[0].blocks[0]
         slots: dict[ir.Value, int] = {}
@@ -319,11 +357,7 @@ class Program:
                     template[result] = value
                 continue
             if name == "braze.kernel":
-                spec = next(kernel_specs)
-                function = getattr(library, spec.name)
-                function.restype = ctypes.c_int
-                function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-                call = _KernelCall(function, spec, op, slots)
+                call = kernels_runtime.kernel_call(next(kernel_specs), op, slots)
             elif name == "braze.extern":
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
@@ -348,8 +382,8 @@ class Program:
                 fresh.update(result_slots)
             steps.append((call, operand_slots, result_slots))
         # Kernels that run per call (those on known values ran above).
-        self.kernel_count = sum(isinstance(step[0], _KernelCall) for step in steps)
-        steps = self._with_launches(steps, library, launches)
+        self.kernel_count = sum(isinstance(step[0], KernelCall) for step in steps)
+        steps = self._with_launches(steps, kernels_runtime, launches)
         self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh)
         # Per op name, the steps that call a library (GEMMs, convolutions).
         self.library_calls = Counter(s[0].name for s in steps if isinstance(s[0], _HostCall) and s[0].name in _FRESH)
@@ -362,17 +396,17 @@ class Program:
         self._arguments = _ArgumentCheck(func_op, module_op)
 
     @staticmethod
-    def _with_launches(steps, library, launches: dict[str, list[str]]):
+    def _with_launches(steps, kernels_runtime, launches: dict[str, list[str]]):
         """Replaces each run of kernel steps a launch function starts by one
         step calling it. Views among them (that braze-collapse-dims and
-        braze-channels-last put around kernels) run before the launch when they read nothing
-        the run computes, after it otherwise."""
+        braze-channels-last put around kernels) run before the launch when
+        they read nothing the run computes, after it otherwise."""
         first = {members[0]: (name, members) for name, members in launches.items()}
         merged = []
         index = 0
         while index < len(steps):
             call = steps[index][0]
-            if not isinstance(call, _KernelCall) or call.name not in first:
+            if not isinstance(call, KernelCall) or call.name not in first:
                 merged.append(steps[index])
                 index += 1
                 continue
@@ -397,11 +431,8 @@ class Program:
                 (after if later else before).append(view)
                 if later:
                     produced.update(view[2])
-            function = getattr(library, name)
-            function.restype = ctypes.c_int
-            function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
             merged += before
-            merged.append((_LaunchCall(function, [s[0] for s in kernels]),
+            merged.append((kernels_runtime.launch_call(name, [s[0] for s in kernels]),
                            [slot for s in kernels for slot in s[1]], [slot for s in kernels for slot in s[2]]))
             merged += after
             index = end
@@ -424,7 +455,7 @@ class Program:
             aliases.setdefault(base, []).append(slot_number)
         outputs = set(self.output_slots)
         for number, (call, _, _) in enumerate(steps):
-            if not isinstance(call, _KernelCall):
+            if not isinstance(call, KernelCall):
                 continue
             taken = set()
             for result, input_number in call.reusable.items():

@@ -1,9 +1,12 @@
-"""C++ source to a loaded shared library, cached on disk by content hash.
+"""Kernel source to a loaded binary, cached on disk by content hash, for
+every compiler (a `Toolchain`: the host C++ compiler by default; nvcc,
+NVRTC, hipcc and OpenCL builds are toolchains too, see `braze.target`).
 
-Layout: `<cache>/<key[:2]>/<key>/` holds `source.cpp` (kept for inspection),
-`lib.so` and `lib.so.sha256`. The key hashes the source, the compiler and
-its version, the flags and the host's CPU features (flags include
--march=native). An entry whose library does not match its recorded hash, or
+Layout: `<cache>/<key[:2]>/<key>/` holds the source (`source.cpp` for C++,
+kept for inspection), the artifact (`lib.so`) and its `.sha256`. The key
+hashes the source, the toolchain's identity (for C++: the compiler and its
+version, the flags and the host's CPU features, flags including
+-march=native) and a salt (the target's options). An entry whose library does not match its recorded hash, or
 does not load, is corrupt and is rebuilt. Writers hold a per-entry lock and
 publish with atomic renames, so several processes compiling one source at
 once leave one valid library and only one of them runs the compiler.
@@ -64,18 +67,60 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-class NativeCache:
-    """Compiles and loads shared libraries; counts compiler runs (for tests
-    and for reporting cold versus warm compiles)."""
+class Toolchain:
+    """One compiler as the cache sees it: what identifies it (enters the
+    key), the file names of an entry, how to build and how to load. The
+    default is the host C++ compiler building a shared library."""
 
-    def __init__(self, directory: Path | None = None, flags=DEFAULT_FLAGS):
-        self.directory = Path(directory) if directory else cache_dir()
+    title = "the C++ compiler"
+    source_name = "source.cpp"
+    artifact_name = "lib.so"
+
+    def __init__(self, flags=DEFAULT_FLAGS):
         self.flags = tuple(flags)
+
+    def identity(self) -> str:
+        return _identity(compiler()) + "\n" + " ".join(self.flags)
+
+    def command(self, source: Path, output: Path) -> list[str]:
+        return shlex.split(compiler()) + [*self.flags, str(source), "-o", str(output)]
+
+    def run(self, source: Path, output: Path, entry: Path) -> None:
+        """Builds `output` from `source`; a failure is a BrazeError with the
+        compiler's message and the kept source's path."""
+        command = self.command(source, output)
+        run = subprocess.run(command, capture_output=True, text=True)
+        if run.returncode != 0:
+            raise BrazeError(
+                f"{self.title} failed (exit {run.returncode}) on {source}; the "
+                f"source is kept there.\n$ {shlex.join(command)}\n{(run.stderr or run.stdout).strip()}")
+        if run.stderr.strip():
+            (entry / "build.log").write_text(run.stderr)
+
+    def load(self, path: Path):
+        """The loaded artifact, or None when it does not load."""
+        try:
+            return ctypes.CDLL(str(path))
+        except OSError:
+            return None
+
+
+class NativeCache:
+    """Builds and loads artifacts through one toolchain (by default C++ to a
+    shared library); counts compiler runs (for tests and for reporting cold
+    versus warm compiles). `salt` (e.g. a target's options) enters the key."""
+
+    def __init__(self, directory: Path | None = None, flags=DEFAULT_FLAGS, toolchain: Toolchain | None = None,
+                 salt: str = ""):
+        self.directory = Path(directory) if directory else cache_dir()
+        self.toolchain = toolchain or Toolchain(flags)
+        self.flags = self.toolchain.flags
+        self.salt = salt
         self.compilations = 0
 
     def key(self, source: str) -> str:
         digest = hashlib.sha256()
-        for part in (_identity(compiler()), " ".join(self.flags), source):
+        for part in (self.toolchain.identity(), self.salt, source):
             digest.update(part.encode())
             digest.update(b"\0")
         return digest.hexdigest()
@@ -84,51 +129,47 @@ class NativeCache:
         key = self.key(source)
         return self.directory / key[:2] / key
 
-    def load(self, source: str) -> ctypes.CDLL:
-        """The library built from `source`, compiling it at most once."""
+    def source_path(self, source: str) -> Path:
+        return self.entry(source) / self.toolchain.source_name
+
+    def load(self, source: str):
+        """The artifact built from `source`, compiling it at most once."""
         entry = self.entry(source)
-        library = self._load_valid(entry)
-        if library is not None:
-            return library
+        artifact = self._load_valid(entry)
+        if artifact is not None:
+            return artifact
         entry.mkdir(parents=True, exist_ok=True)
         with open(entry / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             # Another process may have built it while this one waited.
-            library = self._load_valid(entry)
-            if library is None:
+            artifact = self._load_valid(entry)
+            if artifact is None:
                 self._build(entry, source)
-                library = self._load_valid(entry)
-        if library is None:
-            raise BrazeError(f"the library built in {entry} does not load")
-        return library
+                artifact = self._load_valid(entry)
+        if artifact is None:
+            raise BrazeError(f"the {self.toolchain.artifact_name} built in {entry} does not load")
+        return artifact
 
-    @staticmethod
-    def _load_valid(entry: Path) -> ctypes.CDLL | None:
-        library, recorded = entry / "lib.so", entry / "lib.so.sha256"
-        if not (library.exists() and recorded.exists()):
+    def _load_valid(self, entry: Path):
+        artifact = entry / self.toolchain.artifact_name
+        recorded = entry / (self.toolchain.artifact_name + ".sha256")
+        if not (artifact.exists() and recorded.exists()):
             return None
-        if _sha256(library) != recorded.read_text().strip():
+        if _sha256(artifact) != recorded.read_text().strip():
             return None  # corrupt or half-written: rebuild
-        try:
-            return ctypes.CDLL(str(library))
-        except OSError:
-            return None
+        return self.toolchain.load(artifact)
 
     def _build(self, entry: Path, source: str) -> None:
-        source_path = entry / "source.cpp"
+        source_path = entry / self.toolchain.source_name
         _write_atomically(source_path, source.encode())
+        name = self.toolchain.artifact_name
         with tempfile.TemporaryDirectory(dir=entry, prefix="build-") as scratch:
-            output = Path(scratch) / "lib.so"
-            command = shlex.split(compiler()) + [*self.flags, str(source_path), "-o", str(output)]
+            output = Path(scratch) / name
             self.compilations += 1
-            run = subprocess.run(command, capture_output=True, text=True)
-            if run.returncode != 0:
-                raise BrazeError(
-                    f"the C++ compiler failed (exit {run.returncode}) on {source_path}; the "
-                    f"source is kept there.\n$ {shlex.join(command)}\n{run.stderr.strip()}")
+            self.toolchain.run(source_path, output, entry)
             checksum = _sha256(output)
-            os.replace(output, entry / "lib.so")
-        _write_atomically(entry / "lib.so.sha256", checksum.encode())
+            os.replace(output, entry / name)
+        _write_atomically(entry / (name + ".sha256"), checksum.encode())
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -95,13 +95,18 @@ def _runner(program, backend: str):
     return lambda *tensors: pytree.tree_unflatten(compiled(*tensors), program._out_spec)
 
 
-def run_sample(info, sample, dtype, backend: str = "reference") -> SampleResult:
-    name = f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
+def sample_model(info, sample) -> tuple[torch.nn.Module, tuple]:
+    """The sample as a module over its tensors, and those tensors."""
     call = ((sample.input, *sample.args), dict(sample.kwargs))
     leaves, spec = pytree.tree_flatten(call)
     tensors = tuple(x for x in leaves if isinstance(x, torch.Tensor))
     constants = [None if isinstance(x, torch.Tensor) else x for x in leaves]
-    model = _Call(info.op, spec, constants)
+    return _Call(info.op, spec, constants), tensors
+
+
+def run_sample(info, sample, dtype, backend: str = "reference") -> SampleResult:
+    name = f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
+    model, tensors = sample_model(info, sample)
     try:
         with torch.no_grad():
             expected = model(*tensors)

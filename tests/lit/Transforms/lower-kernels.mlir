@@ -278,3 +278,62 @@ func.func @keepdim_reduction_of_extent_one(%x: tensor<2x16x1x1xf32>) -> tensor<2
   %0 = braze.mean %x dims [2, 3] keepdim : tensor<2x16x1x1xf32> -> tensor<2x16x1x1xf32>
   return %0 : tensor<2x16x1x1xf32>
 }
+
+// -----
+
+// Tests that half-precision arithmetic is explicit: loads widen to f32, ops
+// compute in f32, a reduction of bf16 accumulates in f32, and results are
+// narrowed where they are stored.
+// CHECK-LABEL: func.func @half_arithmetic
+// CHECK: braze.kernel
+// CHECK: %[[X:.*]] = tensor.extract %{{.*}} : tensor<4x8xbf16>
+// CHECK-NEXT: %[[W:.*]] = arith.extf %[[X]] : bf16 to f32
+// CHECK-NEXT: %[[M:.*]] = arith.mulf %[[W]], %[[W]] : f32
+// CHECK-NEXT: %[[E:.*]] = math.exp %[[M]] : f32
+// CHECK-NEXT: %[[N:.*]] = arith.truncf %[[E]] : f32 to bf16
+// CHECK-NEXT: braze.store %[[N]], 0
+// CHECK: braze.kernel
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK-NEXT: %[[S:.*]] = braze.reduce "add" %{{.*}} : f32 -> f32
+// CHECK-NEXT: %[[T:.*]] = arith.truncf %[[S]] : f32 to bf16
+// CHECK-NEXT: braze.store %[[T]], 0
+func.func @half_arithmetic(%x: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4xbf16>) {
+  %g = braze.group ins(%x) : (tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  ^bb0(%a: tensor<4x8xbf16>):
+    %m = braze.mul %a, %a : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<4x8xbf16>
+    %e = braze.exp %m : tensor<4x8xbf16>
+    braze.yield %e : tensor<4x8xbf16>
+  }
+  %s = braze.sum %x dims [1] : tensor<4x8xbf16> -> tensor<4xbf16>
+  return %g, %s : tensor<4x8xbf16>, tensor<4xbf16>
+}
+
+// -----
+
+// Tests that a conversion to a half type rounds explicitly (truncf, then
+// extf back to f32) before the arithmetic that follows it, that a half
+// constant becomes f32, and that a converted value that is only stored is
+// stored as it is.
+// CHECK-LABEL: func.func @half_conversions
+// CHECK: %[[X:.*]] = tensor.extract %{{.*}} : tensor<4xf32>
+// CHECK-NEXT: %[[H:.*]] = arith.truncf %[[X]] : f32 to f16
+// CHECK-NEXT: %[[W:.*]] = arith.extf %[[H]] : f16 to f32
+// CHECK-NEXT: %[[C:.*]] = arith.constant 1.500000e+00 : f32
+// CHECK-NEXT: %[[A:.*]] = arith.addf %[[W]], %[[C]] : f32
+// CHECK-NEXT: %[[N:.*]] = arith.truncf %[[A]] : f32 to f16
+// CHECK-NEXT: braze.store %[[N]], 0
+// CHECK: braze.kernel
+// CHECK: %[[Y:.*]] = tensor.extract %{{.*}} : tensor<4xf32>
+// CHECK-NEXT: %[[Z:.*]] = arith.truncf %[[Y]] : f32 to bf16
+// CHECK-NEXT: braze.store %[[Z]], 0
+func.func @half_conversions(%x: tensor<4xf32>) -> (tensor<4xf16>, tensor<4xbf16>) {
+  %g = braze.group ins(%x) : (tensor<4xf32>) -> tensor<4xf16> {
+  ^bb0(%a: tensor<4xf32>):
+    %h = braze.cast %a : tensor<4xf32> to tensor<4xf16>
+    %c = braze.constant dense<1.5> : tensor<4xf16>
+    %s = braze.add %h, %c : tensor<4xf16>, tensor<4xf16> -> tensor<4xf16>
+    braze.yield %s : tensor<4xf16>
+  }
+  %b = braze.cast %x : tensor<4xf32> to tensor<4xbf16>
+  return %g, %b : tensor<4xf16>, tensor<4xbf16>
+}

@@ -10,20 +10,12 @@ import torch
 import torch.nn.functional as F
 
 import braze
+from braze.testing.modules import Apply
 
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path / "cache"))
-
-
-class Apply(torch.nn.Module):
-    def __init__(self, function):
-        super().__init__()
-        self.function = function
-
-    def forward(self, *args):
-        return self.function(*args)
 
 
 def compiled(function, *args):

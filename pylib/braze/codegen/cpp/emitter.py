@@ -14,6 +14,9 @@ the parallel loop, recomputing the pointwise values it needs (they are cheap
 next to memory traffic, and the row stays in cache); additions accumulate in
 blocks of `SUM_BLOCK` elements, each summed in SIMD lanes, so rounding error
 grows with the number of blocks, not of elements.
+
+The scalar ops, loads and stores are spelled by the shared C-style renderer
+(`codegen/renderer.py`); this module adds the C++ tables and the loops.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from pathlib import Path
 
 from mlir import ir
 
-from braze.errors import BrazeError, format_location
+from braze.codegen.analysis import EXPENSIVE, UNARY_MATH, KernelAnalysis, KernelSpec
+from braze.codegen.renderer import CStyleRenderer
 
 PRELUDE = (Path(__file__).with_name("prelude.h")).read_text()
 # Added to the compiler's defaults: nothing reads errno or FP exception flags,
@@ -43,287 +47,46 @@ _STORAGE = {
     "i64": "int64_t", "i32": "int32_t", "i16": "int16_t", "i8": "int8_t", "i1": "bool",
     "index": "int64_t",
 }
-# Half types compute in float; they are rounded where the IR converts to them.
-_COMPUTE = dict(_STORAGE, f16="float", bf16="float")
-
-_CMPF = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 13: "!="}
-_CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}
-# Transcendental functions: the prelude's own vectorizable implementations.
-_TRANSCENDENTAL = {
-    f"math.{name}": f"bz_{name}"
-    for name in ("exp", "expm1", "exp2", "log", "log1p", "log2", "tanh", "erf", "sin", "cos", "tan",
-                 "asin", "acos", "atan", "sinh", "cosh")
-}
-_MATH = dict(
-    _TRANSCENDENTAL,
+# The prelude's own vectorizable implementations, overloaded on float and double.
+_FUNCTIONS = dict(
+    {f"math.{name}": f"bz_{name}" for name in UNARY_MATH[:16]},
     **{"math.sqrt": "bz_sqrt", "math.rsqrt": "bz_rsqrt", "math.absf": "std::abs",
        "math.floor": "std::floor", "math.ceil": "std::ceil", "math.trunc": "std::trunc",
-       "math.roundeven": "bz_roundeven"},
+       "math.roundeven": "bz_roundeven", "math.powf": "bz_pow", "math.atan2": "bz_atan2",
+       "arith.remf": "std::fmod"},
 )
-_MATH_BINARY = {"math.powf": "bz_pow", "math.atan2": "bz_atan2", "arith.remf": "std::fmod"}
-# Ops worth a row buffer rather than a second evaluation. (Division is not:
-# measured on softmax+LayerNorm, the extra buffer cost more than it saved.)
-_EXPENSIVE = set(_TRANSCENDENTAL) | set(_MATH_BINARY)
-_BINARY = {
-    "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/",
-    "arith.andi": "&", "arith.ori": "|", "arith.xori": "^",
-}
-# Integer arithmetic wraps, as in PyTorch: compute it unsigned.
-_WRAPPING = {"arith.addi": "+", "arith.subi": "-", "arith.muli": "*"}
-_CASTS = {
-    "arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi",
-    "arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast",
-}
 
 
-def type_name(type_: ir.Type) -> str:
-    return "index" if isinstance(type_, ir.IndexType) else str(type_)
+class CppRenderer(CStyleRenderer):
+    """C++17 with OpenMP loops, over the prelude's math."""
 
+    language = "C++"
+    extension = ".cpp"
+    storage_types = _STORAGE
+    # Half types compute in float; they are rounded where the IR converts to them.
+    compute_types = dict(_STORAGE, f16="float", bf16="float")
+    functions = {op: {"float": name, "double": name} for op, name in _FUNCTIONS.items()}
 
-def storage_type(type_: ir.Type) -> str:
-    return _STORAGE[type_name(type_)]
-
-
-def compute_type(type_: ir.Type) -> str:
-    return _COMPUTE[type_name(type_)]
-
-
-def _literal(attribute: ir.Attribute, type_: ir.Type) -> str:
-    name = type_name(type_)
-    if isinstance(attribute, ir.FloatAttr):
-        value = attribute.value
-        c_type = compute_type(type_)
-        if math.isnan(value):
-            return f"std::numeric_limits<{c_type}>::quiet_NaN()"
-        if math.isinf(value):
-            sign = "-" if value < 0 else ""
-            return f"{sign}std::numeric_limits<{c_type}>::infinity()"
-        text = repr(float(value))
-        return text + ("f" if c_type == "float" else "")
-    if isinstance(attribute, (ir.IntegerAttr, ir.BoolAttr)):
-        value = attribute.value
-        if name == "i1":
-            return "true" if value else "false"
-        if name in ("i64", "index") and value == -(2**63):
-            return "INT64_MIN"
-        return f"int64_t({value})" if name in ("i64", "index") else f"{_STORAGE[name]}({value})"
-    raise TypeError(f"no C++ literal for {attribute}")
-
-
-@dataclass
-class KernelSpec:
-    """What the executor needs to call one compiled kernel."""
-
-    name: str
-    static_domain: list[int | None]  # None: the next dynamic extent operand
-    reduce: list[int]
-    input_types: list[ir.RankedTensorType]
-    result_types: list[ir.RankedTensorType]
-    # Per result, per dim: a static size or ("extent", d).
-    result_shapes: list[list] = field(default_factory=list)
-    # (input number, dim, domain dim): the input's dim must equal that extent.
-    input_checks: list[tuple[int, int, int]] = field(default_factory=list)
-
-
-class _KernelPrinter:
-    def __init__(self, kernel: ir.OpView, name: str):
-        self.kernel = kernel
-        self.name = name
-        self.block = kernel.regions[0].blocks[0]
-        self.domain = [None if s == ir.ShapedType.get_dynamic_size() else s
-                       for s in kernel.attributes["static_domain"]]
-        self.reduce = list(kernel.attributes["reduce"])
-        self.rank = len(self.domain)
-        operands = list(kernel.operation.operands)
-        self.inputs = operands[: len(operands) - sum(s is None for s in self.domain)]
-        self.results = list(kernel.operation.results)
-        self.names: dict[ir.Value, str] = {}
-        self.full: set[ir.Value] = set()  # values that depend on a reduction index
-        self.lines: list[str] = []
-        self.divides = False
-        self.counter = 0
+    def __init__(self, analysis: KernelAnalysis):
+        super().__init__(analysis)
+        self.divides = False  # whether a division was printed (`failed` is then reduced)
         self.cached: dict[ir.Value, str] = {}  # value -> its row buffer
         self.buffers: list[tuple[str, str]] = []  # (name, C++ type)
-
-    # -- naming ---------------------------------------------------------
-    def fresh(self) -> str:
-        self.counter += 1
-        return f"v{self.counter}"
-
-    def name_of(self, value: ir.Value) -> str:
-        return self.names[value]
-
-    def fail(self, op, message: str) -> BrazeError:
-        return BrazeError(
-            f"C++ emitter: '{op.operation.name}' at "
-            f"{format_location(op.operation.location)}: {message}")
-
-    # -- layout ---------------------------------------------------------
-    def _sizes_offset(self, which: str, number: int) -> int:
-        offset = self.rank
-        for t in self.inputs if which == "result" else []:
-            offset += t.type.rank
-        tensors = self.inputs if which == "input" else self.results
-        for t in tensors[:number]:
-            offset += t.type.rank
-        return offset
-
-    def _dim_expr(self, number: int, dim: int) -> str:
-        """Dim `dim` of result `number`."""
-        size = self.results[number].type.shape[dim]
-        if size != ir.ShapedType.get_dynamic_size():
-            return str(size)
-        return f"sizes[{self._sizes_offset('result', number) + dim}]"
-
-    def _offset(self, which: str, number: int, indices: list[str]) -> str:
-        """The element offset of `indices` (C++ expressions): results are
-        contiguous row-major; inputs may be views, read through their strides
-        from `sizes` (the innermost is 1: the executor copies other inputs)."""
-        if not indices:
-            return "0"
-        if which == "input":
-            terms = [f"{index} * stride{number}_{dim}" for dim, index in enumerate(indices[:-1])]
-            return " + ".join(terms + [indices[-1]])
-        expression = indices[0]
-        for dim in range(1, len(indices)):
-            expression = f"({expression}) * {self._dim_expr(number, dim)} + {indices[dim]}"
-        return expression
-
-    # -- values ---------------------------------------------------------
-    def classify(self) -> None:
-        """Marks the values that depend on a reduction index, and plans the
-        loops over the reduction points: one per braze.reduce, then one for
-        the stores of reduction-dependent values."""
-        for dim in self.reduce:
-            self.full.add(self.block.arguments[dim])
-        self.producers = {}
-        loops = []
-        stores = []
-        for op in self.block.operations:
-            for result in op.operation.results:
-                self.producers[result] = op
-            name = op.operation.name
-            if name == "braze.reduce":
-                loops.append(([op.operation.operands[0]], op))
-                continue
-            if any(operand in self.full for operand in op.operation.operands):
-                for result in op.operation.results:
-                    self.full.add(result)
-            if name == "braze.store" and self.stores_per_reduction_point(op):
-                stores.append(op.operation.operands[0])
-        if stores:
-            loops.append((stores, None))
-        needs = [set(self.needed_full_ops(roots, before)) for roots, before in loops]
-        self.needed_later = [set().union(*needs[k + 1:]) for k in range(len(needs))]
+        self.needed_later = [stage.needed_later for stage in analysis.stages]
         linear = ""
-        for dim in self.reduce:
-            index = f"i{dim}"
-            linear = f"({linear}) * n{dim} + {index}" if linear else index
+        for dim in analysis.reduce:
+            linear = f"({linear}) * n{dim} + i{dim}" if linear else f"i{dim}"
         self.linear = linear
 
-    def stores_per_reduction_point(self, op) -> bool:
-        """Whether a braze.store runs in the loop over the reduction points:
-        its value depends on a reduction index, or it writes at one (a value
-        broadcast along a reduced dim is written once per reduction point)."""
-        return any(operand in self.full for operand in op.operation.operands)
+    def special_float(self, kind: str, c_type: str) -> str:
+        return f"std::numeric_limits<{c_type}>::{'quiet_NaN' if kind == 'nan' else 'infinity'}()"
 
-    def expression(self, op) -> str:
-        """The C++ expression of a scalar op over already-named operands."""
-        name = op.operation.name
-        operands = [self.name_of(v) for v in op.operation.operands]
-        result_type = op.operation.results[0].type
-        if name == "arith.constant":
-            return _literal(op.attributes["value"], result_type)
-        if name in _BINARY:
-            expression = f"{operands[0]} {_BINARY[name]} {operands[1]}"
-            return f"({compute_type(result_type)})({expression})" if name in ("arith.andi", "arith.ori", "arith.xori") else expression
-        if name in _WRAPPING:
-            c_type = compute_type(result_type)
-            if c_type == "bool":
-                return f"(bool)(({operands[0]} {_WRAPPING[name]} {operands[1]}) & 1)"
-            return (f"({c_type})((uint64_t){operands[0]} {_WRAPPING[name]} "
-                    f"(uint64_t){operands[1]})")
-        if name in ("arith.divsi", "arith.remsi"):
-            # b == 0 fails the kernel (PyTorch raises); INT_MIN / -1 wraps
-            # (and its remainder is 0) rather than trapping.
-            self.divides = True
-            a, b = operands
-            c_type = compute_type(result_type)
-            if name == "arith.divsi":
-                by_minus_one, quotient = f"({c_type})(0 - (uint64_t){a})", f"({c_type})({a} / {b})"
-            else:
-                by_minus_one, quotient = f"{c_type}(0)", f"({c_type})({a} % {b})"
-            return f"({b} == 0 ? (failed = 1, {c_type}(0)) : {b} == -1 ? {by_minus_one} : {quotient})"
-        if name == "arith.negf":
-            return f"-{operands[0]}"
-        if name in ("arith.maximumf", "arith.minimumf"):
-            function = "bz_nan_max" if name == "arith.maximumf" else "bz_nan_min"
-            return f"{function}({operands[0]}, {operands[1]})"
-        if name in ("arith.maxsi", "arith.minsi"):
-            compare = ">" if name == "arith.maxsi" else "<"
-            return f"({operands[0]} {compare} {operands[1]} ? {operands[0]} : {operands[1]})"
-        if name == "math.absi":
-            return f"({operands[0]} < 0 ? ({compute_type(result_type)})(0 - (uint64_t){operands[0]}) : {operands[0]})"
-        if name in _MATH:
-            return f"{_MATH[name]}({operands[0]})"
-        if name in _MATH_BINARY:
-            return f"{_MATH_BINARY[name]}({operands[0]}, {operands[1]})"
-        if name == "arith.cmpf":
-            predicate = op.attributes["predicate"].value
-            if predicate not in _CMPF:
-                raise self.fail(op, f"unsupported predicate {predicate}")
-            return f"({operands[0]} {_CMPF[predicate]} {operands[1]})"
-        if name == "arith.cmpi":
-            return f"({operands[0]} {_CMPI[op.attributes['predicate'].value]} {operands[1]})"
-        if name == "arith.select":
-            return f"({operands[0]} ? {operands[1]} : {operands[2]})"
-        if name in _CASTS:
-            target = type_name(result_type)
-            value = f"({compute_type(result_type)}){operands[0]}"
-            if target == "bf16":
-                return f"bz_round_bf16({value})"
-            if target == "f16":
-                return f"bz_round_f16({value})"
-            return value
-        if name == "tensor.extract":
-            number = int(operands[0][2:])
-            load = f"{operands[0]}[{self._offset('input', number, operands[1:])}]"
-            element = type_name(result_type)
-            if element == "bf16":
-                return f"bz_bf16_to_f32({load})"
-            if element == "f16":
-                return f"bz_f16_to_f32({load})"
-            return load
-        raise self.fail(op, "has no C++ form")
+    def int_literal(self, value: int, c_type: str) -> str:
+        return f"{c_type}({value})"
 
-    def define(self, op, out: list[str], indent: str) -> None:
-        result = op.operation.results[0]
-        name = self.fresh()
-        self.names[result] = name
-        out.append(f"{indent}const {compute_type(result.type)} {name} = {self.expression(op)};")
-
-    def needed_full_ops(self, roots: list[ir.Value], before, cached=()) -> list:
-        """The ops (in block order) computing the reduction-dependent values
-        that `roots` need, among the ops before `before` (None: all). A value
-        in `cached` is read from its row buffer: what computes it is not
-        needed."""
-        needed: set = set()
-        stack = [v for v in roots if v in self.full]
-        while stack:
-            value = stack.pop()
-            op = self.producers.get(value)
-            if op is None or op in needed:
-                continue
-            needed.add(op)
-            if value not in cached:
-                stack.extend(v for v in op.operation.operands if v in self.full)
-        ordered = []
-        for op in self.block.operations:
-            if before is not None and op == before:
-                break
-            if op in needed:
-                ordered.append(op)
-        return ordered
+    def failure(self, c_type: str) -> str:
+        self.divides = True
+        return f"(failed = 1, {c_type}(0))"
 
     def loop_body(self, roots: list[ir.Value], before) -> list[str]:
         """The lines computing `roots` at one reduction point. An expensive
@@ -331,18 +94,18 @@ class _KernelPrinter:
         being computed again there."""
         later = self.needed_later.pop(0)
         lines: list[str] = []
-        for op in self.needed_full_ops(roots, before, self.cached):
+        for op in self.a.needed_full_ops(roots, before, self.cached):
             result = op.operation.results[0]
             if result in self.cached:
                 name = self.fresh()
                 self.names[result] = name
-                lines.append(f"const {compute_type(result.type)} {name} = {self.cached[result]}[{self.linear}];")
+                lines.append(f"const {self.compute_type(result.type)} {name} = {self.cached[result]}[{self.linear}];")
                 continue
             self.define(op, lines, "")
-            if op.operation.name in _EXPENSIVE and op in later:
+            if op.operation.name in EXPENSIVE and op in later:
                 buffer = f"row_{self.names[result]}"
                 self.cached[result] = buffer
-                self.buffers.append((buffer, compute_type(result.type)))
+                self.buffers.append((buffer, self.compute_type(result.type)))
                 lines.append(f"{buffer}[{self.linear}] = {self.names[result]};")
         return lines
 
@@ -354,10 +117,10 @@ class _KernelPrinter:
     def _reduction_loops(self, body: list[str], indent: str, innermost_pragma: str,
                          out: list[str], block_sum: bool = False) -> None:
         """Nests `body` in loops over the reduction dims."""
-        dims = self.reduce
+        dims = self.a.reduce
         for depth, dim in enumerate(dims):
-            index = self.names[self.block.arguments[dim]]
-            extent = self.names[self.block.arguments[self.rank + dim]]
+            index = self.names[self.a.arguments[dim]]
+            extent = self.names[self.a.arguments[self.a.rank + dim]]
             pad = indent + "  " * depth
             if depth == len(dims) - 1:
                 if innermost_pragma:
@@ -375,26 +138,26 @@ class _KernelPrinter:
         kind = op.attributes["kind"].value
         operand = op.operation.operands[0]
         result = op.operation.results[0]
-        value_type = compute_type(operand.type)
+        value_type = self.compute_type(operand.type)
         name = self.fresh()
         self.names[result] = name
         saved = dict(self.names)
         body = self.loop_body([operand], op)
         value = self.names[operand]
         self.names = {**saved, result: name}
-        last = self.reduce[-1]
+        last = self.a.reduce[-1]
         if kind == "add":
             acc_type = "double" if value_type == "float" else value_type
             part = f"{name}_part"
             lines = [f"{part} += {value};"]
-            inner_index = saved[self.block.arguments[last]]
-            extent = saved[self.block.arguments[self.rank + last]]
+            inner_index = saved[self.a.arguments[last]]
+            extent = saved[self.a.arguments[self.a.rank + last]]
             out.append(f"{indent}{acc_type} {name}_acc = 0;")
             # Blocks of the innermost reduction dim, each summed in SIMD lanes.
-            outer_dims = self.reduce[:-1]
+            outer_dims = self.a.reduce[:-1]
             for depth, dim in enumerate(outer_dims):
-                index = saved[self.block.arguments[dim]]
-                dim_extent = saved[self.block.arguments[self.rank + dim]]
+                index = saved[self.a.arguments[dim]]
+                dim_extent = saved[self.a.arguments[self.a.rank + dim]]
                 out.append(f"{indent}{'  ' * depth}for (int64_t {index} = 0; {index} < {dim_extent}; ++{index}) {{")
             pad = indent + "  " * len(outer_dims)
             out.append(f"{pad}for (int64_t {name}_b = 0; {name}_b < {extent}; {name}_b += {SUM_BLOCK}) {{")
@@ -444,9 +207,9 @@ class _KernelPrinter:
         if kind == "argmax":
             # The first maximum in row-major order; NaN counts as the maximum.
             linear = "0"
-            for dim in self.reduce:
-                index = saved[self.block.arguments[dim]]
-                extent = saved[self.block.arguments[self.rank + dim]]
+            for dim in self.a.reduce:
+                index = saved[self.a.arguments[dim]]
+                extent = saved[self.a.arguments[self.a.rank + dim]]
                 linear = f"({linear}) * {extent} + {index}"
             out.append(f"{indent}{value_type} {name}_best = 0;")
             out.append(f"{indent}int64_t {name}_at = -1;")
@@ -458,112 +221,55 @@ class _KernelPrinter:
             return
         raise self.fail(op, f"unknown reduction kind '{kind}'")
 
-    def store(self, op, out: list[str], indent: str) -> None:
-        value = op.operation.operands[0]
-        number = op.attributes["result"].value
-        indices = [self.names[v] for v in op.operation.operands[1:]]
-        element = type_name(value.type)
-        expression = self.names[value]
-        if element == "bf16":
-            expression = f"bz_f32_to_bf16({expression})"
-        elif element == "f16":
-            expression = f"bz_f32_to_f16({expression})"
-        target = f"out{number}[{self._offset('result', number, indices)}] = {expression};"
-        # Points that differ only in a parallel dim the store's indices do
-        # not use write the same element: the one where that index is 0 does.
-        used = set(op.operation.operands[1:])
-        guards = [f"i{dim} == 0" for dim in range(self.rank)
-                  if dim not in self.reduce and self.block.arguments[dim] not in used]
-        if guards:
-            target = f"if ({' && '.join(guards)}) {target}"
-        out.append(indent + target)
-
     # -- the kernel -----------------------------------------------------
-    def spec(self) -> KernelSpec:
-        spec = KernelSpec(self.name, self.domain, self.reduce,
-                          [v.type for v in self.inputs], [v.type for v in self.results])
-        arguments = list(self.block.arguments)
-        shapes: dict[int, list] = {}
-        for op in self.block.operations:
-            name = op.operation.name
-            if name == "tensor.extract":
-                number = arguments.index(op.operation.operands[0]) - 2 * self.rank
-                for dim, index in enumerate(op.operation.operands[1:]):
-                    if index in arguments[: self.rank]:
-                        spec.input_checks.append((number, dim, arguments.index(index)))
-            elif name == "braze.store":
-                number = op.attributes["result"].value
-                shape = []
-                result_type = self.results[number].type
-                for dim, index in enumerate(op.operation.operands[1:]):
-                    static = result_type.shape[dim]
-                    if static != ir.ShapedType.get_dynamic_size():
-                        shape.append(static)
-                    elif index in arguments[: self.rank]:
-                        shape.append(("extent", arguments.index(index)))
-                    else:
-                        raise self.fail(op, f"cannot tell the size of dynamic dim {dim} of result #{number}")
-                shapes.setdefault(number, shape)
-        spec.input_checks = sorted(set(spec.input_checks))
-        spec.result_shapes = [shapes[n] for n in range(len(self.results))]
-        return spec
-
-    def emit(self) -> str:
-        self.classify()
-        arguments = list(self.block.arguments)
-        head = [f'extern "C" int {self.name}(void* const* buffers, const int64_t* sizes) {{']
+    def render(self) -> str:
+        arguments = self.a.arguments
+        head = [f'extern "C" int {self.a.name}(void* const* buffers, const int64_t* sizes) {{']
         # A pointwise kernel may write a result over an input of its shape
         # (the executor reuses dead buffers): no restrict there, the simd
         # pragma vectorizes anyway, each point reading before it writes.
-        restrict = " __restrict" if self.reduce else ""
-        for number, value in enumerate(self.inputs):
-            c_type = storage_type(value.type.element_type)
+        restrict = " __restrict" if self.a.reduce else ""
+        for number, value in enumerate(self.a.inputs):
+            c_type = self.storage_type(value.type.element_type)
             head.append(f"  const {c_type}*{restrict} in{number} = (const {c_type}*)buffers[{number}];")
-        for number, value in enumerate(self.results):
-            c_type = storage_type(value.type.element_type)
-            head.append(f"  {c_type}*{restrict} out{number} = ({c_type}*)buffers[{len(self.inputs) + number}];")
-        for dim, size in enumerate(self.domain):
+        for number, value in enumerate(self.a.results):
+            c_type = self.storage_type(value.type.element_type)
+            head.append(f"  {c_type}*{restrict} out{number} = ({c_type}*)buffers[{len(self.a.inputs) + number}];")
+        for dim, size in enumerate(self.a.domain):
             extent = f"n{dim}"
-            self.names[arguments[self.rank + dim]] = extent
+            self.names[arguments[self.a.rank + dim]] = extent
             self.names[arguments[dim]] = f"i{dim}"
             head.append(f"  const int64_t {extent} = {size if size is not None else f'sizes[{dim}]'};")
-        for number, value in enumerate(self.inputs):
-            self.names[arguments[2 * self.rank + number]] = f"in{number}"
+        for number, value in enumerate(self.a.inputs):
+            self.names[arguments[2 * self.a.rank + number]] = f"in{number}"
             # Locals, not loads through `sizes`: a store may not alias them.
-            base = self._sizes_offset("input", number)
+            base = self.a.sizes_offset("input", number)
             for dim in range(value.type.rank - 1):
                 head.append(f"  const int64_t stride{number}_{dim} = sizes[{base + dim}];")
         head.append("  int failed = 0;")
         head.append("  (void)sizes;")
 
-        parallel = [d for d in range(self.rank) if d not in self.reduce]
         body: list[str] = []
-        full_stores = []
-        for op in self.block.operations:
+        for op in self.a.ops:
             name = op.operation.name
             if name == "braze.reduce":
                 self.reduce_stage(op, body, "")
             elif name == "braze.store":
-                if self.stores_per_reduction_point(op):
-                    full_stores.append(op)
-                else:
-                    self.store(op, body, "")
-            elif op.operation.results and op.operation.results[0] in self.full:
+                if not self.a.per_reduction_point(op):
+                    body.append(self.store_line(op))
+            elif self.a.is_full(op):
                 continue  # computed inside the loops that need it
             else:
                 self.define(op, body, "")
-        if full_stores:
-            if self.reduce:
-                saved = dict(self.names)
-                inner = self.loop_body([s.operation.operands[0] for s in full_stores], None)
-                for op in full_stores:
-                    self.store(op, inner, "")
-                self.names = saved
-                pragma = self.simd() if self.reduce[-1] == self.rank - 1 else ""
-                self._reduction_loops(inner, "", pragma, body)
-            else:
-                raise BrazeError("internal error: reduction-dependent store without reduction dims (a braze bug)")
-        lines = head + self._parallel_loops(parallel, body)
+        stores = self.a.stages[-1].stores if self.a.stages else []
+        if stores:
+            saved = dict(self.names)
+            inner = self.loop_body([s.operation.operands[0] for s in stores], None)
+            inner += [self.store_line(op) for op in stores]
+            self.names = saved
+            pragma = self.simd() if self.a.reduce[-1] == self.a.rank - 1 else ""
+            self._reduction_loops(inner, "", pragma, body)
+        lines = head + self._parallel_loops(self.a.parallel, body)
         lines.append("  return failed;")
         lines.append("}")
         return "\n".join(lines)
@@ -571,15 +277,15 @@ class _KernelPrinter:
     def _parallel_loops(self, parallel: list[int], body: list[str]) -> list[str]:
         out: list[str] = []
         reduction = "reduction(|:failed) " if self.divides else ""
-        row = " * ".join(f"n{d}" for d in self.reduce)
+        row = " * ".join(f"n{d}" for d in self.a.reduce)
         allocate = [f"{c_type}* __restrict {name} = ({c_type}*)std::malloc(sizeof({c_type}) * ({row}));"
                     for name, c_type in self.buffers]
         free = [f"std::free({name});" for name, _ in self.buffers]
         if not parallel:
             return ["  {"] + ["    " + line for line in allocate + body + free] + ["  }"]
         extents = [f"n{d}" for d in parallel]
-        work = " * ".join(f"n{d}" for d in range(self.rank)) or "1"
-        if not self.reduce:
+        work = " * ".join(f"n{d}" for d in range(self.a.rank)) or "1"
+        if not self.a.reduce:
             # Blocks of the innermost dim: the inner loop vectorizes and
             # even a one-dim kernel spreads over the threads.
             last = parallel[-1]
@@ -700,8 +406,7 @@ def _launch_function(name: str, specs: list[KernelSpec]) -> str:
         lines.append("      }")
         input_offset += len(spec.input_types)
         result_offset += len(spec.result_types)
-        size_offset += (len(spec.static_domain) + sum(t.rank for t in spec.input_types)
-                        + sum(t.rank for t in spec.result_types))
+        size_offset += spec.size_count
     lines += ["    }", "  }", "  return failed;", "}"]
     return "\n".join(lines)
 
@@ -713,9 +418,9 @@ def emit(kernels: list[ir.OpView], launches: list[list[int]] = (),
     parts = [PRELUDE, "#include <algorithm>\n#include <cstdlib>"]
     specs = {}
     for number, kernel in enumerate(kernels):
-        printer = _KernelPrinter(kernel, f"{prefix}_{number}")
-        parts.append(printer.emit())
-        specs[printer.name] = printer.spec()
+        analysis = KernelAnalysis(kernel, f"{prefix}_{number}")
+        parts.append(CppRenderer(analysis).render())
+        specs[analysis.name] = analysis.spec()
     names = list(specs)
     unit_launches = {}
     for number, members in enumerate(launches):

@@ -1,0 +1,261 @@
+"""What every emitter needs to know about a `braze.kernel`, free of any
+target's spelling.
+
+`KernelAnalysis(kernel)` answers, once per kernel:
+
+* the iteration domain (static extents, `None` for a dynamic one), the
+  reduced dims and the parallel ones;
+* the inputs, the results, and how each `tensor.extract` indexes its input
+  (which domain dim each input dim follows);
+* which values depend on a reduction index (`full`): they are computed per
+  reduction point, the others once per parallel point;
+* the stages over the reduction points: one per `braze.reduce`, then one
+  for the stores of reduction-dependent values, with the ops each stage
+  needs and what later stages need again;
+* each store's guard (the parallel dims it does not index: only the point
+  where those indices are 0 writes);
+* whether the kernel can fail at run time (an integer division or
+  remainder by zero), and the launch ABI (`KernelSpec`).
+
+`KERNEL_BODY_OPS` is the set of ops a kernel body may hold: every renderer
+has a rule for each (a test checks it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from braze.errors import BrazeError, format_location
+
+# Scalar ops by family; a renderer spells each family from its tables.
+UNARY_MATH = ("exp", "expm1", "exp2", "log", "log1p", "log2", "tanh", "erf", "sin", "cos", "tan",
+              "asin", "acos", "atan", "sinh", "cosh", "sqrt", "rsqrt", "absf", "floor", "ceil",
+              "trunc", "roundeven")
+BINARY_MATH = ("math.powf", "math.atan2", "arith.remf")
+BINARY = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf",
+          "arith.andi", "arith.ori", "arith.xori")
+WRAPPING = ("arith.addi", "arith.subi", "arith.muli")
+DIVIDING = ("arith.divsi", "arith.remsi")
+CASTS = ("arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+         "arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast")
+OTHER = ("arith.constant", "arith.negf", "arith.maximumf", "arith.minimumf", "arith.maxsi",
+         "arith.minsi", "math.absi", "arith.cmpf", "arith.cmpi", "arith.select", "tensor.extract")
+KERNEL_BODY_OPS = frozenset(
+    tuple(f"math.{name}" for name in UNARY_MATH) + BINARY_MATH + BINARY + WRAPPING + DIVIDING
+    + CASTS + OTHER + ("braze.reduce", "braze.store"))
+REDUCTION_KINDS = ("add", "max", "min", "and", "or", "argmax")
+# Transcendental ops: worth keeping rather than computing twice.
+EXPENSIVE = frozenset(
+    {f"math.{name}" for name in UNARY_MATH[:16]} | set(BINARY_MATH))
+
+
+def type_name(type_: ir.Type) -> str:
+    """`f32`, `bf16`, `i64`, `index`, ...: the key of every type table."""
+    return "index" if isinstance(type_, ir.IndexType) else str(type_)
+
+
+@dataclass
+class KernelSpec:
+    """What the executor needs to call one compiled kernel."""
+
+    name: str
+    static_domain: list[int | None]  # None: the next dynamic extent operand
+    reduce: list[int]
+    input_types: list[ir.RankedTensorType]
+    result_types: list[ir.RankedTensorType]
+    # Per result, per dim: a static size or ("extent", d).
+    result_shapes: list[list] = field(default_factory=list)
+    # (input number, dim, domain dim): the input's dim must equal that extent.
+    input_checks: list[tuple[int, int, int]] = field(default_factory=list)
+    # Whether the kernel reports an integer division by zero.
+    can_fail: bool = False
+    # GPU launch shape: threads per block (0: not a GPU kernel) and the
+    # strategy: "points" (a thread per point), "block_tree" (a block per
+    # parallel point) or "row_per_thread" (a thread per parallel point).
+    threads: int = 0
+    strategy: str = ""
+
+    @property
+    def one_block_per_row(self) -> bool:
+        return self.strategy == "block_tree"
+
+    @property
+    def size_count(self) -> int:
+        """Entries of the `sizes` array: extents, input strides, result dims."""
+        return (len(self.static_domain) + sum(t.rank for t in self.input_types)
+                + sum(t.rank for t in self.result_types))
+
+    def blocks(self, extents: list[int]) -> int:
+        """GPU blocks for a launch over `extents`: one per parallel point
+        (row) for a reduction, else enough for one thread per point."""
+        rows = math.prod(e for d, e in enumerate(extents) if d not in self.reduce)
+        if self.strategy == "block_tree":
+            return rows
+        if self.strategy == "row_per_thread":
+            return -(-rows // self.threads)
+        return -(-math.prod(extents) // self.threads)
+
+    @property
+    def work(self) -> int | None:
+        """Points of the domain when static."""
+        return None if None in self.static_domain else math.prod(self.static_domain)
+
+
+@dataclass
+class Stage:
+    """One pass over the reduction points: computes `roots` (the operand of
+    `reduce`, or the values of `stores`) from the ops in `ops`."""
+
+    roots: list[ir.Value]
+    reduce: object | None  # the braze.reduce op, or None for the store stage
+    stores: list = field(default_factory=list)
+    # Reduction-dependent ops that later stages need again.
+    needed_later: set = field(default_factory=set)
+
+
+class KernelAnalysis:
+    def __init__(self, kernel: ir.OpView, name: str):
+        self.kernel = kernel
+        self.name = name
+        self.block = kernel.regions[0].blocks[0]
+        self.arguments = list(self.block.arguments)
+        self.domain = [None if s == ir.ShapedType.get_dynamic_size() else s
+                       for s in kernel.attributes["static_domain"]]
+        self.reduce = list(kernel.attributes["reduce"])
+        self.rank = len(self.domain)
+        self.parallel = [d for d in range(self.rank) if d not in self.reduce]
+        operands = list(kernel.operation.operands)
+        self.inputs = operands[: len(operands) - sum(s is None for s in self.domain)]
+        self.results = list(kernel.operation.results)
+        self.ops = list(self.block.operations)
+        self.producers = {r: op for op in self.ops for r in op.operation.results}
+        self.full: set[ir.Value] = {self.arguments[d] for d in self.reduce}
+        self.can_fail = False
+        self.stages: list[Stage] = []
+        stores = []
+        for op in self.ops:
+            name = op.operation.name
+            if name not in KERNEL_BODY_OPS:
+                raise self.fail(op, "is not a kernel-form body op")
+            if name in DIVIDING:
+                self.can_fail = True
+            if name == "braze.reduce":
+                self.stages.append(Stage([op.operation.operands[0]], op))
+                continue
+            if any(v in self.full for v in op.operation.operands):
+                self.full.update(op.operation.results)
+            if name == "braze.store" and self.per_reduction_point(op):
+                stores.append(op)
+        if stores:
+            if not self.reduce:
+                raise BrazeError("internal error: reduction-dependent store without reduction dims "
+                                 "(a braze bug)")
+            self.stages.append(Stage([s.operation.operands[0] for s in stores], None, stores))
+        needs = [set(self.needed_full_ops(s.roots, s.reduce)) for s in self.stages]
+        for k, stage in enumerate(self.stages):
+            stage.needed_later = set().union(*needs[k + 1:])
+
+    def fail(self, op, message: str) -> BrazeError:
+        return BrazeError(f"kernel {self.name}: '{op.operation.name}' at "
+                          f"{format_location(op.operation.location)}: {message}")
+
+    # -- structure ------------------------------------------------------
+    def index_dim(self, value: ir.Value) -> int | None:
+        """The domain dim whose index `value` is, if it is one."""
+        for dim in range(self.rank):
+            if self.arguments[dim] == value:
+                return dim
+        return None
+
+    def extent_dim(self, value: ir.Value) -> int | None:
+        for dim in range(self.rank):
+            if self.arguments[self.rank + dim] == value:
+                return dim
+        return None
+
+    def input_number(self, value: ir.Value) -> int:
+        """The input a tensor.extract reads (its block argument's number)."""
+        return self.arguments.index(value) - 2 * self.rank
+
+    def per_reduction_point(self, store) -> bool:
+        """Whether a braze.store runs per reduction point: its value depends
+        on a reduction index, or it writes at one (a value broadcast along a
+        reduced dim is written once per reduction point)."""
+        return any(v in self.full for v in store.operation.operands)
+
+    def store_guards(self, store) -> list[int]:
+        """The parallel dims a store does not index: points differing only
+        there write the same element, and the one where they are 0 does."""
+        used = set(store.operation.operands[1:])
+        return [d for d in self.parallel if self.arguments[d] not in used]
+
+    def needed_full_ops(self, roots: list[ir.Value], before, cached=()) -> list:
+        """The ops (in block order) computing the reduction-dependent values
+        that `roots` need, among the ops before `before` (None: all). A value
+        in `cached` is read where it was kept: what computes it is not
+        needed."""
+        needed: set = set()
+        stack = [v for v in roots if v in self.full]
+        while stack:
+            value = stack.pop()
+            op = self.producers.get(value)
+            if op is None or op in needed:
+                continue
+            needed.add(op)
+            if value not in cached:
+                stack.extend(v for v in op.operation.operands if v in self.full)
+        ordered = []
+        for op in self.ops:
+            if before is not None and op == before:
+                break
+            if op in needed:
+                ordered.append(op)
+        return ordered
+
+    def is_full(self, op) -> bool:
+        results = op.operation.results
+        return bool(results) and results[0] in self.full
+
+    # -- the launch ABI -------------------------------------------------
+    def sizes_offset(self, which: str, number: int) -> int:
+        """Where the strides of input `number` (which="input") or the dims of
+        result `number` (which="result") start in `sizes`."""
+        offset = self.rank
+        if which == "result":
+            offset += sum(t.type.rank for t in self.inputs)
+        tensors = self.inputs if which == "input" else self.results
+        return offset + sum(t.type.rank for t in tensors[:number])
+
+    def spec(self) -> KernelSpec:
+        spec = KernelSpec(self.name, self.domain, self.reduce,
+                          [v.type for v in self.inputs], [v.type for v in self.results],
+                          can_fail=self.can_fail)
+        shapes: dict[int, list] = {}
+        checks = set()
+        dynamic = ir.ShapedType.get_dynamic_size()
+        for op in self.ops:
+            name = op.operation.name
+            if name == "tensor.extract":
+                number = self.input_number(op.operation.operands[0])
+                for dim, index in enumerate(op.operation.operands[1:]):
+                    domain_dim = self.index_dim(index)
+                    if domain_dim is not None:
+                        checks.add((number, dim, domain_dim))
+            elif name == "braze.store":
+                number = op.attributes["result"].value
+                shape = []
+                for dim, index in enumerate(op.operation.operands[1:]):
+                    static = self.results[number].type.shape[dim]
+                    if static != dynamic:
+                        shape.append(static)
+                    elif self.index_dim(index) is not None:
+                        shape.append(("extent", self.index_dim(index)))
+                    else:
+                        raise self.fail(op, f"cannot tell the size of dynamic dim {dim} of result #{number}")
+                shapes.setdefault(number, shape)
+        spec.input_checks = sorted(checks)
+        spec.result_shapes = [shapes[n] for n in range(len(self.results))]
+        return spec

@@ -1,0 +1,288 @@
+"""The GPU kernel structure, shared by the CUDA, HIP, OpenCL C and Metal
+renderers (each a thin subclass that spells it).
+
+Every kernel takes its inputs, its results, `sizes` (the CPU kernels'
+layout: extents, input strides, result dims) and `failed` (one int the
+kernel sets to 1 after an integer division by zero), as separate buffers.
+
+* Pointwise kernels: one thread per point of the domain, `threads` per
+  block, ceil(points / threads) blocks.
+* Kernels with reductions, by default: one block per parallel point (row). Each
+  `braze.reduce` is one loop of the block's threads over the reduction
+  points (thread t takes points t, t + threads, ...), recomputing the
+  pointwise values it needs, then a tree over the threads' partial results
+  through shared (local, threadgroup) memory, with a barrier per level.
+  Reduction-dependent stores run in one more such loop; stores of values
+  that exist once per row are written by thread 0.
+* Short rows, when `braze-gpu-schedule` says so (`strategy =
+  "row_per_thread"`): one thread per row, which loops over the row alone.
+
+A kernel's `braze.schedule` attribute (from `braze-gpu-schedule`) sets the
+strategy and the threads per block; without it: "points" or "block_tree",
+and the renderer's default threads. The launch shape is recorded in the
+kernel's `KernelSpec` (`threads`, `strategy`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlir import ir
+
+from braze.codegen.analysis import KernelAnalysis, type_name
+from braze.codegen.renderer import CStyleRenderer
+from braze.errors import BrazeError
+
+GPU_PRELUDE = Path(__file__).with_name("gpu_prelude.h").read_text()
+DEFAULT_THREADS = 256
+STRATEGIES = ("points", "block_tree", "row_per_thread")
+
+STORAGE_TYPES = {
+    "f32": "float", "f64": "double", "f16": "uint16_t", "bf16": "uint16_t",
+    "i64": "int64_t", "i32": "int32_t", "i16": "int16_t", "i8": "int8_t", "i1": "bool",
+    "index": "int64_t",
+}
+_INTEGER_BITS = {"int64_t": 64, "int32_t": 32, "int16_t": 16, "int8_t": 8}
+# C99 math names (float versions add an `f` where a target is not overloaded).
+C_FUNCTIONS = {
+    **{f"math.{name}": name for name in ("exp", "expm1", "exp2", "log", "log1p", "log2", "tanh", "erf",
+                                         "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                                         "sqrt", "rsqrt", "floor", "ceil", "trunc")},
+    "math.absf": "fabs", "math.roundeven": "rint", "math.powf": "pow", "math.atan2": "atan2",
+    "arith.remf": "fmod",
+}
+
+
+class GpuRenderer(CStyleRenderer):
+    """The GPU structure over the shared scalar spellings. Subclasses set
+    the spellings listed under "target spellings"."""
+
+    storage_types = STORAGE_TYPES
+    compute_types = dict(STORAGE_TYPES, f16="float", bf16="float")
+    functions = {op: {"float": name, "double": name} for op, name in C_FUNCTIONS.items()}
+    int64_min = "((int64_t)(-9223372036854775807 - 1))"
+
+    # -- target spellings ----------------------------------------------
+    head = ""  # what precedes the shared prelude (types, BZ_FN, bit casts)
+    kernel_prefix = ""  # e.g. 'extern "C" __global__ void'
+    global_space = ""  # address space of buffers ("__global", "device")
+    shared_space = ""  # "__shared__", "__local", "threadgroup"
+    barrier = ""
+    local_id = ""  # this thread's number in its block
+    block_id = ""  # the block's number in the grid
+
+    def __init__(self, analysis: KernelAnalysis, threads: int = DEFAULT_THREADS):
+        super().__init__(analysis)
+        self.strategy = "block_tree" if analysis.reduce else "points"
+        schedule = analysis.kernel.attributes["braze.schedule"] if "braze.schedule" in analysis.kernel.attributes else None
+        if schedule is not None:
+            self.strategy = ir.StringAttr(schedule["strategy"]).value
+            threads = ir.IntegerAttr(schedule["threads"]).value
+            if (self.strategy == "points") != (not analysis.reduce) or self.strategy not in STRATEGIES:
+                raise BrazeError(f"kernel {analysis.name}: schedule strategy {self.strategy!r} does not fit a "
+                                 f"kernel {'with' if analysis.reduce else 'without'} reductions")
+        if threads < 1 or threads & (threads - 1):
+            raise BrazeError(f"kernel {analysis.name}: threads per block must be a power of two, got {threads}")
+        self.threads = threads
+        self.shared: list[str] = []
+        self.tree = self.strategy == "block_tree"
+
+    def special_float(self, kind: str, c_type: str) -> str:
+        return f"BZ_{kind.upper()}_{'F' if c_type == 'float' else 'D'}"
+
+    def failure(self, c_type: str) -> str:
+        return f"(failed[0] = 1, ({c_type})0)"
+
+    def parameters(self) -> list[str]:
+        """The kernel's parameters: inputs, results, sizes, failed."""
+        space = f"{self.global_space} " if self.global_space else ""
+        params = [f"{space}const {self.storage_type(v.type.element_type)}* in{n}"
+                  for n, v in enumerate(self.a.inputs)]
+        params += [f"{space}{self.storage_type(v.type.element_type)}* out{n}"
+                   for n, v in enumerate(self.a.results)]
+        return params + [f"{space}const int64_t* sizes", f"{space}int* failed"]
+
+    def signature(self) -> str:
+        return f"{self.kernel_prefix} {self.a.name}({', '.join(self.parameters())})"
+
+    # -- structure ------------------------------------------------------
+    def render(self) -> str:
+        a = self.a
+        head = []
+        for dim, size in enumerate(a.domain):
+            self.names[a.arguments[a.rank + dim]] = f"n{dim}"
+            self.names[a.arguments[dim]] = f"i{dim}"
+            head.append(f"  const int64_t n{dim} = {size if size is not None else f'sizes[{dim}]'};")
+        for number, value in enumerate(a.inputs):
+            self.names[a.arguments[2 * a.rank + number]] = f"in{number}"
+            base = a.sizes_offset("input", number)
+            for dim in range(value.type.rank - 1):
+                head.append(f"  const int64_t stride{number}_{dim} = sizes[{base + dim}];")
+        body: list[str] = []
+        if not a.reduce:
+            total = " * ".join(f"n{d}" for d in range(a.rank)) or "1"
+            body.append(f"  const int64_t point = (int64_t){self.block_id} * {self.threads} + {self.local_id};")
+            body.append(f"  if (point >= {total}) return;")
+            body += self._decode("point", a.parallel, "  ")
+            for op in a.ops:
+                if op.operation.name == "braze.store":
+                    body.append("  " + self.store_line(op))
+                else:
+                    self.define(op, body, "  ")
+        else:
+            if self.tree:
+                body.append(f"  const int64_t tid = {self.local_id};")
+                body.append(f"  const int64_t point = {self.block_id};")
+            else:
+                rows = " * ".join(f"n{d}" for d in a.parallel) or "1"
+                body.append(f"  const int64_t point = (int64_t){self.block_id} * {self.threads} + {self.local_id};")
+                body.append(f"  if (point >= {rows}) return;")
+            body += self._decode("point", a.parallel, "  ")
+            body.append(f"  const int64_t reduce_points = {' * '.join(f'n{d}' for d in a.reduce)};")
+            for op in a.ops:
+                name = op.operation.name
+                if name == "braze.reduce":
+                    self._reduce_stage(op, body)
+                elif name == "braze.store":
+                    if not a.per_reduction_point(op):
+                        line = self.store_line(op)
+                        body.append(f"  if (tid == 0) {{ {line} }}" if self.tree else f"  {line}")
+                elif not a.is_full(op):
+                    self.define(op, body, "  ")
+            stores = a.stages[-1].stores if a.stages else []
+            if stores:
+                saved = dict(self.names)
+                inner = self._stage_body([s.operation.operands[0] for s in stores], None)
+                inner += [self.store_line(op) for op in stores]
+                self.names = saved
+                body += self._over_reduction_points(inner)
+        shared = [f"  {self.shared_space} {line}" for line in self.shared]
+        return "\n".join([self.signature() + " {"] + head + shared + body + ["}"])
+
+    def _decode(self, linear: str, dims: list[int], indent: str) -> list[str]:
+        """Row-major indices `i<d>` of the number `linear` over `dims`."""
+        if not dims:
+            return []
+        lines = [f"{indent}int64_t {linear}_rest = {linear};"]
+        for d in reversed(dims):
+            lines.append(f"{indent}const int64_t i{d} = {linear}_rest % n{d}; {linear}_rest /= n{d};")
+        return lines
+
+    def _stage_body(self, roots, before) -> list[str]:
+        lines: list[str] = []
+        for op in self.a.needed_full_ops(roots, before):
+            self.define(op, lines, "")
+        return lines
+
+    def _over_reduction_points(self, lines: list[str]) -> list[str]:
+        """`lines` in this thread's share of the reduction points."""
+        if self.tree:
+            out = [f"  for (int64_t r = tid; r < reduce_points; r += {self.threads}) {{"]
+        else:
+            out = ["  for (int64_t r = 0; r < reduce_points; ++r) {"]
+        out += self._decode("r", self.a.reduce, "    ")
+        out += ["    " + line for line in lines]
+        return out + ["  }"]
+
+    def _tree(self, combine: str, buffers: list[str]) -> list[str]:
+        """Combines the threads' partial results in shared memory: at each
+        level thread t < s merges slot t + s into slot t (`combine` is a
+        statement over `A` (slot t) and `B` (slot t + s) of each buffer)."""
+        out = [f"  {buffer}[tid] = {buffer}_mine;" for buffer in buffers]
+        out.append(f"  {self.barrier};")
+        out.append(f"  for (int s = {self.threads // 2}; s > 0; s >>= 1) {{")
+        statement = combine
+        for buffer in buffers:
+            statement = statement.replace(f"A({buffer})", f"{buffer}[tid]").replace(f"B({buffer})", f"{buffer}[tid + s]")
+        out.append(f"    if (tid < s) {{ {statement} }}")
+        out.append(f"    {self.barrier};")
+        out.append("  }")
+        return out
+
+    def _reduce_stage(self, op, out: list[str]) -> None:
+        kind = op.attributes["kind"].value
+        operand = op.operation.operands[0]
+        result = op.operation.results[0]
+        value_type = self.compute_type(operand.type)
+        name = self.fresh()
+        saved = dict(self.names)
+        inner = self._stage_body([operand], op)
+        value = self.names[operand]
+        self.names = {**saved, result: name}
+        buffer = f"{name}_s"
+        if kind == "argmax":
+            at = f"{name}_at"
+            if self.tree:
+                self.shared += [f"{value_type} {buffer}[{self.threads}];", f"int64_t {at}[{self.threads}];"]
+            out.append(f"  {value_type} {buffer}_mine = 0;")
+            out.append(f"  int64_t {at}_mine = -1;")
+            better = self._better(value, f"{buffer}_mine", value_type)
+            # A thread visits its points in increasing order: the first best one stays.
+            out += self._over_reduction_points(
+                inner + [f"if ({at}_mine < 0 || {better}) {{ {buffer}_mine = {value}; {at}_mine = r; }}"])
+            other, mine = f"B({buffer})", f"A({buffer})"
+            take = (f"B({at}) >= 0 && (A({at}) < 0 || {self._better(other, mine, value_type)} || "
+                    f"(({other} == {mine} || ({other} != {other} && {mine} != {mine})) && B({at}) < A({at})))")
+            if not self.tree:
+                out.append(f"  const int64_t {name} = {at}_mine < 0 ? 0 : {at}_mine;")
+                return
+            out += self._tree(f"if ({take}) {{ {mine} = {other}; A({at}) = B({at}); }}", [buffer, at])
+            out.append(f"  const int64_t {name} = {at}[0] < 0 ? 0 : {at}[0];")
+            return
+        is_bool = type_name(operand.type) == "i1"
+        acc_type = "int" if is_bool else value_type
+        if self.tree:
+            self.shared.append(f"{acc_type} {buffer}[{self.threads}];")
+        start, combine = self._reduction(op, kind, value_type, is_bool)
+        out.append(f"  {acc_type} {buffer}_mine = {start};")
+        out += self._over_reduction_points(
+            inner + [f"{buffer}_mine = {combine.format(a=f'{buffer}_mine', b=f'({acc_type}){value}' if is_bool else value)};"])
+        if self.tree:
+            out += self._tree(f"A({buffer}) = {combine.format(a=f'A({buffer})', b=f'B({buffer})')};", [buffer])
+        total = f"{buffer}[0]" if self.tree else f"{buffer}_mine"
+        final = f"{total} != 0" if is_bool else total
+        out.append(f"  const {self.compute_type(result.type)} {name} = {final};")
+
+    @staticmethod
+    def _better(candidate: str, best: str, value_type: str) -> str:
+        """Whether `candidate` beats `best` for argmax (NaN is the maximum)."""
+        if value_type in ("float", "double"):
+            return f"({candidate} > {best} || ({candidate} != {candidate} && {best} == {best}))"
+        return f"{candidate} > {best}"
+
+    def _reduction(self, op, kind: str, value_type: str, is_bool: bool) -> tuple[str, str]:
+        """The start value and the combining expression (over `{a}`, `{b}`)."""
+        if is_bool:
+            if kind in ("max", "or"):
+                return "0", "{a} | {b}"
+            return "1", "{a} & {b}"
+        if kind == "add":
+            return f"({value_type})0", "{a} + {b}"
+        if kind in ("max", "min") and value_type in ("float", "double"):
+            infinity = self.special_float("inf", value_type)
+            if kind == "max":
+                return f"-{infinity}", f"{self.nan_max}({{a}}, {{b}})"
+            return infinity, f"{self.nan_min}({{a}}, {{b}})"
+        if kind in ("max", "min"):
+            bits = _INTEGER_BITS[value_type]
+            if kind == "max":
+                start = self.int64_min if bits == 64 else self.int_literal(-(2 ** (bits - 1)), value_type)
+                return start, "({a} > {b} ? {a} : {b})"
+            return self.int_literal(2 ** (bits - 1) - 1, value_type), "({a} < {b} ? {a} : {b})"
+        raise self.fail(op, f"has no {self.language} form for reduction kind '{kind}' of {value_type}")
+
+
+def render_source(renderer_type, kernels: list, prefix: str = "braze_kernel",
+                  threads: int = DEFAULT_THREADS) -> tuple[str, dict]:
+    """One source holding every kernel (named `<prefix>_<n>`), and their
+    specs by name."""
+    parts = [renderer_type.head, GPU_PRELUDE]
+    specs = {}
+    for number, kernel in enumerate(kernels):
+        analysis = KernelAnalysis(kernel, f"{prefix}_{number}")
+        renderer = renderer_type(analysis, threads)
+        parts.append(renderer.render())
+        spec = analysis.spec()
+        spec.threads, spec.strategy = renderer.threads, renderer.strategy
+        specs[analysis.name] = spec
+    return "\n\n".join(parts) + "\n", specs

@@ -1,0 +1,176 @@
+"""Compilation targets, registered under the entry-point group `braze.targets`.
+
+A target is a small object (see `Target`): its options (a frozen dataclass
+whose value enters every cache key), its pass pipeline from captured IR to
+the kernel form, `emit` (kernel form -> source), `build` (source -> a
+loaded binary, through the content-hash disk cache), the device it runs on,
+and the step factory the executor launches kernels with.
+
+`targets()` lists the installed targets and whether each one's compiler and
+device are present; `get(name)` returns one, or raises a `BrazeError` that
+names what to install.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from braze.errors import BrazeError
+
+ENTRY_POINT_GROUP = "braze.targets"
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """Options every target takes; a target's own options subclass these."""
+
+    # Fuse pointwise chains and reductions into one kernel each.
+    fuse: bool = True
+    # Groups a cheap shared pointwise op may be recomputed in (see
+    # braze-fuse-pointwise).
+    recompute_limit: int = 2
+    # Run 2-D convolutions, and the kernels between them, on channels-last
+    # memory (braze-channels-last).
+    channels_last: bool = True
+    # Merge a kernel's short trailing dims into one loop (braze-collapse-dims).
+    collapse_dims: bool = True
+    # Measure each static convolution in both memory formats and run it in
+    # the faster (braze-tune-convolutions; the CPU target only): an
+    # alternative to channels_last; its choice depends on the machine's load.
+    tune_convolutions: bool = False
+    # Directory of the compiled-kernel cache (default: BRAZE_CACHE_DIR).
+    # Not part of the cache key.
+    cache_dir: str | None = None
+
+    def key(self) -> str:
+        """What of the options changes a binary: everything but where it is kept."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "cache_dir"}
+        return f"{type(self).__name__}{sorted(fields.items())}"
+
+
+@dataclass
+class Built:
+    """What `Target.build` returns: the step factory over the loaded binary
+    (`kernel_call`, `launch_call`), and what the compile reports."""
+
+    kernels: Any
+    source_path: Any
+    cache_hit: bool
+
+
+@dataclass
+class Unit:
+    """What `Target.emit` returns: the source of every kernel of one function."""
+
+    source: str
+    kernels: dict  # kernel name -> KernelSpec, in program order
+    launches: dict = dataclasses.field(default_factory=dict)  # launch name -> kernel names
+    extension: str = ".cpp"
+
+
+class Target:
+    """One compilation target. Subclasses set the class attributes and
+    implement `emit`, `build` and the availability checks."""
+
+    name = ""
+    options_type = TargetOptions
+    # The torch device its kernels run on ("cpu" for targets run on the host).
+    device = "cpu"
+    # What to install for its toolchain, e.g. "pip install 'braze[opencl]'".
+    install = ""
+    # Whether its kernels run on a GPU's threads and blocks: its pipeline
+    # then ends with braze-gpu-schedule (its options need `threads`).
+    gpu = False
+
+    def options(self, given: dict | None = None) -> TargetOptions:
+        known = {f.name for f in dataclasses.fields(self.options_type)}
+        for key in given or {}:
+            if key not in known:
+                raise BrazeError(f"unknown compile option {key!r} for target {self.name!r} "
+                                 f"(known: {', '.join(sorted(known))})")
+        return self.options_type(**(given or {}))
+
+    def pipeline(self, options: TargetOptions) -> str:
+        """The pass pipeline that takes captured IR to the kernel form."""
+        from braze.passes import kernel_form_pipeline
+
+        pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
+                                        options.collapse_dims)
+        if self.gpu:
+            pipeline += f",func.func(braze-gpu-schedule{{target={self.name} threads={int(options.threads)}}})"
+        return pipeline
+
+    def emit(self, operations: list, options: TargetOptions) -> Unit:
+        """The source of the braze.kernel ops among one function's `operations`."""
+        from braze.codegen import emit_kernels
+
+        emitted = emit_kernels(operations, self.name, getattr(options, "threads", None))
+        return Unit(emitted.source, emitted.kernels, emitted.launches, emitted.extension)
+
+    def build(self, unit: Unit, options: TargetOptions) -> Built:
+        raise NotImplementedError
+
+    def compiler_missing(self) -> str | None:
+        """Why this target cannot compile here (None: it can)."""
+        return None
+
+    def device_missing(self) -> str | None:
+        """Why compiled kernels cannot run here (None: they can)."""
+        return None
+
+    def require(self) -> None:
+        """Raises a BrazeError naming what to install when this target cannot
+        compile and run here."""
+        reason = self.compiler_missing() or self.device_missing()
+        if reason:
+            raise BrazeError(f"target {self.name!r} cannot run here: {reason}"
+                             + (f"; install it with: {self.install}" if self.install else ""))
+
+
+def _entry_points() -> dict:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+_loaded: dict[str, Target] = {}
+
+
+def get(name: str) -> Target:
+    """The target registered as `name`."""
+    if name not in _loaded:
+        registered = _entry_points()
+        if name not in registered:
+            raise BrazeError(f"unknown target {name!r}; installed targets: "
+                             f"{', '.join(sorted(registered)) or 'none'} (entry-point group "
+                             f"{ENTRY_POINT_GROUP!r}; reinstall braze if this list is empty)")
+        _loaded[name] = registered[name].load()()
+    return _loaded[name]
+
+
+def targets() -> list[dict]:
+    """Every installed target: its name, whether its compiler and a device
+    are present (else why not), and what to install."""
+    listed = []
+    for name in sorted(_entry_points()):
+        target = get(name)
+        compiler, device = target.compiler_missing(), target.device_missing()
+        listed.append({"name": name, "compiler": compiler is None, "device": device is None,
+                       "missing": compiler or device, "install": target.install})
+    return listed
+
+
+def require_toolchains() -> bool:
+    """Whether a missing toolchain fails a test instead of skipping it (CI)."""
+    return os.environ.get("BRAZE_REQUIRE_TOOLCHAINS") == "1"
+
+
+def for_device(device_type: str) -> str:
+    """The target that serves tensors of a torch device type."""
+    served = {"cpu": "cpu", "cuda": "cuda", "xpu": "opencl", "mps": "metal"}
+    if device_type not in served:
+        raise BrazeError(f"no braze target serves tensors on device {device_type!r} "
+                         f"(served: {', '.join(sorted(served))})")
+    return served[device_type]

@@ -1,0 +1,263 @@
+"""Targets whose kernels compile here through the content-hash cache
+(`compile_artifact`): CUDA and HIP have no runtime in this build yet
+(compiling a program for them is refused with the reason), Metal runs in
+the C++ shim (target/metal_shim). Also the toolchains they build with, and
+ocloc for the OpenCL C."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from braze.errors import BrazeError
+from braze.runtime.native_cache import NativeCache, Toolchain
+from braze.target import Built, Target, Unit
+from braze.target.opencl import GpuOptions
+
+
+def _version(command: list[str]) -> str:
+    run = subprocess.run(command, capture_output=True, text=True)
+    return (run.stdout or run.stderr).strip()
+
+
+class CommandToolchain(Toolchain):
+    """A compiler run as a command: `program` with `flags`, then the
+    source, then `output_flag` and the artifact's path."""
+
+    program = ""
+    output_flag = "-o"
+    environment: dict = {}
+
+    def identity(self) -> str:
+        return "\n".join([self.program, _version([self.program, "--version"]), " ".join(self.flags)])
+
+    def command(self, source: Path, output: Path) -> list[str]:
+        return [self.program, *self.flags, str(source), self.output_flag, str(output)]
+
+    def made(self, output: Path) -> Path:
+        """Where the command leaves the artifact it was asked to write at `output`."""
+        return output
+
+    def run(self, source: Path, output: Path, entry: Path) -> None:
+        command = self.command(source, output)
+        run = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **self.environment})
+        made = self.made(output)
+        if run.returncode != 0 or not made.exists():
+            raise BrazeError(
+                f"{self.title} failed (exit {run.returncode}) on {source}; the source is kept there.\n"
+                f"$ {shlex.join(command)}\n{(run.stderr + run.stdout).strip()}")
+        if made != output:
+            os.replace(made, output)
+        (entry / "build.log").write_text(run.stderr + run.stdout)
+
+    def load(self, path: Path):
+        return path.read_bytes()
+
+
+class NvccToolchain(CommandToolchain):
+    title = "nvcc"
+    program = "nvcc"
+    source_name = "source.cu"
+    artifact_name = "kernels.cubin"
+
+    def __init__(self, arch: str):
+        # -Xptxas -v: registers, spills and shared memory per kernel, kept in build.log.
+        super().__init__(("-cubin", f"-arch={arch}", "-Xptxas", "-v", "-x", "cu"))
+
+
+class HipccToolchain(CommandToolchain):
+    title = "hipcc"
+    program = "hipcc"
+    source_name = "source.hip"
+    artifact_name = "kernels.hsaco"
+    environment = {"HIP_PLATFORM": "amd"}
+
+    def __init__(self, arch: str):
+        super().__init__(("--genco", f"--offload-arch={arch}", "-x", "hip"))
+
+
+class OclocToolchain(CommandToolchain):
+    """Intel's offline compiler for the OpenCL C (`ocloc compile`)."""
+
+    title = "ocloc"
+    program = "ocloc"
+    source_name = "source.cl"
+    artifact_name = "kernels.bin"
+
+    def __init__(self, device: str):
+        super().__init__(("compile", "-q", "-device", device, "-output_no_suffix", "-file"))
+
+    def identity(self) -> str:
+        return "\n".join([self.program, _version([self.program, "query", "OCL_DRIVER_VERSION"]), " ".join(self.flags)])
+
+    def command(self, source: Path, output: Path) -> list[str]:
+        # ocloc names the binary after -output and the device: write into a
+        # folder, then take the one binary.
+        return [self.program, *self.flags, str(source), "-output", output.stem,
+                "-out_dir", str(output.parent)]
+
+    def made(self, output: Path) -> Path:
+        return output.with_suffix("")  # -output_no_suffix: the binary is named as asked
+
+
+class NvrtcToolchain(Toolchain):
+    """NVRTC (PyPI nvidia-cuda-nvrtc, through cuda-bindings), in process; no
+    headers, no GPU needed."""
+
+    title = "NVRTC"
+    source_name = "source.cu"
+    artifact_name = "kernels.cubin"
+
+    def __init__(self, arch: str):
+        super().__init__((f"--gpu-architecture={arch}",))
+
+    def identity(self) -> str:
+        from cuda.bindings import nvrtc
+
+        return f"nvrtc {nvrtc.nvrtcVersion()[1:]}\n" + " ".join(self.flags)
+
+    def run(self, source: Path, output: Path, entry: Path) -> None:
+        from cuda.bindings import nvrtc
+
+        _, program = nvrtc.nvrtcCreateProgram(source.read_bytes(), source.name.encode(), 0, [], [])
+        try:
+            flags = [flag.encode() for flag in self.flags]
+            (status,) = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
+            _, size = nvrtc.nvrtcGetProgramLogSize(program)
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(program, log)
+            log = log.rstrip(b"\0 ").decode(errors="replace")
+            if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+                raise BrazeError(f"{self.title} failed ({status.name}) on {source}; the source is kept there.\n{log}")
+            _, size = nvrtc.nvrtcGetCUBINSize(program)
+            cubin = b" " * size
+            nvrtc.nvrtcGetCUBIN(program, cubin)
+            output.write_bytes(cubin)
+            (entry / "build.log").write_text(log)
+        finally:
+            nvrtc.nvrtcDestroyProgram(program)
+
+    def load(self, path: Path):
+        return path.read_bytes()
+
+
+@dataclass(frozen=True)
+class CudaOptions(GpuOptions):
+    arch: str = "sm_90"
+    # "nvrtc" (PyPI, in process) or "nvcc" (the CUDA toolkit).
+    compiler: str = "nvrtc"
+
+
+@dataclass(frozen=True)
+class HipOptions(GpuOptions):
+    arch: str = "gfx90a"
+
+
+@dataclass(frozen=True)
+class MetalOptions(GpuOptions):
+    pass
+
+
+class CompileOnlyTarget(Target):
+    """Emits and builds kernels; compiling a program to run is refused (no
+    runtime yet) unless a subclass has one."""
+
+    gpu = True
+
+    def toolchain(self, options, unit: Unit) -> Toolchain:
+        raise NotImplementedError
+
+    def compile_artifact(self, unit: Unit, options) -> tuple[Path, bytes, bool]:
+        """Builds `unit` through the cache: the source's path, the binary,
+        and whether it was a cache hit."""
+        cache = NativeCache(directory=options.cache_dir, toolchain=self.toolchain(options, unit), salt=options.key())
+        binary = cache.load(unit.source)
+        return cache.source_path(unit.source), binary, cache.compilations == 0
+
+    def build(self, unit: Unit, options) -> Built:
+        raise BrazeError(self.device_missing())
+
+    def device_missing(self) -> str | None:
+        return (f"the {self.name} target has no runtime in this build yet: its kernels compile "
+                f"(braze.codegen.emit, braze-translate --target={self.name}) but programs run on "
+                f"'cpu' or 'opencl' (see docs/targets.md)")
+
+
+class CudaTarget(CompileOnlyTarget):
+    name = "cuda"
+    device = "cuda"
+    options_type = CudaOptions
+    install = "pip install 'braze[cuda]' (NVRTC and cuda-bindings), or the CUDA toolkit's nvcc"
+
+
+    def options(self, given=None):
+        options = super().options(given)
+        if options.compiler not in ("nvrtc", "nvcc"):
+            raise BrazeError(f"cuda option compiler must be 'nvrtc' or 'nvcc', got {options.compiler!r}")
+        if not re.fullmatch(r"sm_\d+a?", options.arch):
+            raise BrazeError(f"cuda option arch must look like sm_90, got {options.arch!r}")
+        return options
+
+    def toolchain(self, options: CudaOptions, unit: Unit) -> Toolchain:
+        return NvrtcToolchain(options.arch) if options.compiler == "nvrtc" else NvccToolchain(options.arch)
+
+    def compiler_missing(self) -> str | None:
+        try:
+            from cuda.bindings import nvrtc
+
+            nvrtc.nvrtcVersion()
+            return None
+        except Exception:  # not installed, or its library does not load
+            return None if shutil.which("nvcc") else "neither NVRTC (cuda-bindings) nor nvcc is installed"
+
+
+class HipTarget(CompileOnlyTarget):
+    name = "hip"
+    device = "cuda"  # ROCm builds of torch name their device "cuda"
+    options_type = HipOptions
+    install = "apt-get install hipcc (ROCm; Debian's builds for gfx90a)"
+
+
+    def toolchain(self, options: HipOptions, unit: Unit) -> Toolchain:
+        return HipccToolchain(options.arch)
+
+    def compiler_missing(self) -> str | None:
+        return None if shutil.which("hipcc") else "hipcc is not on PATH"
+
+
+class MetalTarget(CompileOnlyTarget):
+    name = "metal"
+    options_type = MetalOptions
+    device = "cpu"  # here: kernels run in the C++ shim, on host tensors
+    install = "a C++20 compiler (g++ 11+) for the shim; Apple's Metal toolchain is not used yet"
+
+
+    def toolchain(self, options, unit: Unit) -> Toolchain:
+        from braze.target.metal_shim import MetalShimToolchain
+
+        return MetalShimToolchain(unit.kernels)
+
+    def build(self, unit: Unit, options) -> Built:
+        """Here: the kernels run in the C++ shim on the CPU (an emulation
+        for testing; docs/targets.md)."""
+        from braze.target.metal_shim import ShimKernels
+
+        path, library, hit = self.compile_artifact(unit, options)
+        return Built(ShimKernels(library), path, hit)
+
+    def device_missing(self) -> str | None:
+        return None  # the shim runs anywhere a C++20 compiler does
+
+    def compiler_missing(self) -> str | None:
+        from braze.runtime.native_cache import compiler
+
+        try:
+            compiler()
+            return None
+        except BrazeError as error:
+            return str(error)

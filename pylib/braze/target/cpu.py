@@ -1,0 +1,38 @@
+"""The CPU target: C++ with OpenMP (codegen/cpp), built by the host C++
+compiler into one shared library per function, called through ctypes."""
+
+from __future__ import annotations
+
+import shutil
+
+from braze.target import Built, Target, TargetOptions, Unit
+
+
+class CpuTarget(Target):
+    name = "cpu"
+    device = "cpu"
+    install = "apt-get install g++ (or set CXX)"
+
+    def pipeline(self, options: TargetOptions) -> str:
+        tune = ",braze-tune-convolutions" if options.tune_convolutions else ""
+        return super().pipeline(options) + tune
+
+    def _cache(self, options: TargetOptions):
+        from braze.codegen.cpp.emitter import COMPILE_FLAGS
+        from braze.runtime.native_cache import DEFAULT_FLAGS, NativeCache
+
+        return NativeCache(directory=options.cache_dir, flags=DEFAULT_FLAGS + COMPILE_FLAGS, salt=options.key())
+
+    def build(self, unit: Unit, options: TargetOptions) -> Built:
+        from braze.runtime.executor import CpuKernels
+
+        cache = self._cache(options)
+        library = cache.load(unit.source)
+        return Built(CpuKernels(library), cache.source_path(unit.source), cache.compilations == 0)
+
+    def compiler_missing(self) -> str | None:
+        import os
+
+        if os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++"):
+            return None
+        return "no C++ compiler (c++, g++ or $CXX)"

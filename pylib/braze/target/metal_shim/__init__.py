@@ -1,0 +1,105 @@
+"""MSL compiled as C++ against a small shim header (`metal_stdlib` here) and
+run on the CPU: the Metal target's check on machines without Apple's
+compiler and GPU. Each threadgroup is emulated by real threads (one per
+Metal thread) that meet at a real barrier; groups run one after another.
+docs/targets.md says what this proves and what it does not."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+from braze.codegen.analysis import KernelSpec
+from braze.errors import BrazeError
+from braze.runtime.executor import KernelCall
+from braze.runtime.native_cache import Toolchain
+
+SHIM = Path(__file__).parent
+
+_HARNESS_HEAD = """#include "metal_stdlib"
+#include <barrier>
+#include <thread>
+#include <vector>
+static thread_local std::barrier<>* bz_group_barrier = nullptr;
+void metal::threadgroup_barrier(metal::mem_flags) { bz_group_barrier->arrive_and_wait(); }
+"""
+
+
+def harness(specs: dict[str, KernelSpec]) -> str:
+    """Per kernel, `int bz_run_<name>(void* const* buffers, const int64_t*
+    sizes, int64_t groups)`: runs every group with the kernel's threads;
+    returns the failure flag."""
+    parts = [_HARNESS_HEAD]
+    for name, spec in specs.items():
+        count = len(spec.input_types) + len(spec.result_types)
+        pointers = ", ".join(["void*"] * count)
+        arguments = ", ".join(f"buffers[{k}]" for k in range(count))
+        parts.append(f"""
+extern "C" void {name}({pointers}, const int64_t*, int*, uint, uint);
+extern "C" int bz_run_{name}(void* const* buffers, const int64_t* sizes, int64_t groups) {{
+  int failed = 0;
+  for (int64_t group = 0; group < groups; ++group) {{
+    std::barrier<> meeting({spec.threads});
+    std::vector<std::thread> threads;
+    for (uint thread = 0; thread < {spec.threads}; ++thread)
+      threads.emplace_back([&, thread] {{
+        bz_group_barrier = &meeting;
+        {name}({arguments}, sizes, &failed, thread, (uint)group);
+        // A thread that returned early (past the last point) no longer takes part.
+        meeting.arrive_and_drop();
+      }});
+    for (auto& t : threads) t.join();
+  }}
+  return failed;
+}}""")
+    return "\n".join(parts) + "\n"
+
+
+class MetalShimToolchain(Toolchain):
+    title = "the C++ compiler (Metal shim)"
+    source_name = "source.metal"
+    artifact_name = "lib.so"
+
+    def __init__(self, specs: dict[str, KernelSpec]):
+        super().__init__(("-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-Wno-attributes", "-x", "c++",
+                          "-I", str(SHIM)))
+        self.harness = harness(specs)
+
+    def identity(self) -> str:
+        return super().identity() + "\n" + self.harness
+
+    def command(self, source: Path, output: Path) -> list[str]:
+        path = source.with_name("harness.cpp")
+        path.write_text(self.harness)
+        return super().command(source, output)[:-2] + [str(path), "-o", str(output)]
+
+
+class _ShimKernelCall(KernelCall):
+    def __init__(self, function, spec: KernelSpec, op, slots: dict):
+        super().__init__(spec, op, slots)
+        self.function = function
+        self.spec = spec
+        self.buffer_type = ctypes.c_void_p * max(len(self.inputs) + len(self.outputs), 1)
+
+    def launch(self, inputs, outputs, extents, sizes) -> int:
+        blocks = self.spec.blocks(extents)
+        if blocks == 0:
+            return 0
+        pointers = [t.data_ptr() for t in inputs] + [t.data_ptr() for t in outputs]
+        return self.function(self.buffer_type(*pointers), sizes, blocks)
+
+
+class ShimKernels:
+    """The Metal target's step factory over the shim library."""
+
+    def __init__(self, library):
+        self.library = library
+
+    def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
+        function = getattr(self.library, f"bz_run_{spec.name}")
+        function.restype = ctypes.c_int
+        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+        return _ShimKernelCall(function, spec, op, slots)
+
+    def launch_call(self, name: str, calls):
+        raise BrazeError(f"the Metal shim has no launch groups (asked for {name})")

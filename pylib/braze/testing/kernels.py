@@ -1,0 +1,24 @@
+"""Kernel-form modules to render and compile in target tests: the functions
+of captured models after a target's pipeline."""
+
+from __future__ import annotations
+
+from braze.ir import parse
+
+
+def kernel_form(module, pipeline: str):
+    """A copy of `module` (a braze.Module, or its text) taken to the kernel
+    form by `pipeline`, and the braze.kernel ops of its functions."""
+    from braze.passes import run_pipeline
+
+    text = module if isinstance(module, str) else module.operation.get_asm(enable_debug_info=True)
+    copy = parse(text)
+    run_pipeline(copy, pipeline)
+    kernels = []
+    for func in copy.mlir_module.body.operations:
+        if func.operation.name != "func.func":
+            continue
+        for op in func.regions[0].blocks[0].operations:
+            if op.operation.name == "braze.kernel":
+                kernels.append(op)
+    return copy, kernels

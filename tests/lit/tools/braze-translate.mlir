@@ -1,0 +1,139 @@
+// Tests that braze-translate prints each target's form of the kernel form:
+// a pointwise kernel, a row reduction (a block tree with barriers on GPUs), a
+// reduction over a non-innermost dim, argmax, bf16 in and out, a broadcast
+// input and a dynamic extent. Captured IR goes through the target's pipeline.
+
+// RUN: braze-translate --target=cuda %s | FileCheck %s --check-prefix=CUDA
+// RUN: braze-translate --target=hip %s | FileCheck %s --check-prefix=HIP
+// RUN: braze-translate --target=opencl %s | FileCheck %s --check-prefix=CL
+// RUN: braze-translate --target=metal --threads=32 %s | FileCheck %s --check-prefix=METAL
+// RUN: braze-translate --target=cpu %s | FileCheck %s --check-prefix=CPP
+// RUN: braze-translate --target=opencl %s -o %t && ls %t | FileCheck %s --check-prefix=FILES
+// RUN: not braze-translate --target=tpu %s 2>&1 | FileCheck %s --check-prefix=BAD
+
+// FILES: argmax.cl
+// FILES: pointwise.cl
+// BAD: invalid choice: 'tpu'
+
+// CUDA-LABEL: function @pointwise: 1 kernel(s), cuda
+// CUDA: #ifdef __CUDACC_RTC__
+// CUDA: extern "C" __global__ void __launch_bounds__(256) braze_kernel_0(const float* in0, const float* in1, float* out0, const int64_t* sizes, int* failed) {
+// CUDA: const int64_t point = (int64_t)blockIdx.x * 256 + threadIdx.x;
+// CUDA-NEXT: if (point >= n0 * n1) return;
+// CUDA: const float v3 = v1 + v2;
+// CUDA-NEXT: out0[(i0) * 16 + i1] = v3;
+// HIP-LABEL: function @pointwise: 1 kernel(s), hip
+// HIP: #include <hip/hip_runtime.h>
+// HIP: extern "C" __global__ void __launch_bounds__(256) braze_kernel_0(
+// CL-LABEL: function @pointwise: 1 kernel(s), opencl
+// CL: #pragma OPENCL EXTENSION cl_khr_fp64 : enable
+// CL: __kernel void braze_kernel_0(__global const float* in0, __global const float* in1, __global float* out0, __global const int64_t* sizes, __global int* failed) {
+// CL: const int64_t point = (int64_t)get_group_id(0) * 256 + get_local_id(0);
+// METAL-LABEL: function @pointwise: 1 kernel(s), metal
+// METAL: #include <metal_stdlib>
+// METAL: kernel void braze_kernel_0(device const float* in0 {{\[\[}}buffer(0)]], device const float* in1 {{\[\[}}buffer(1)]], device float* out0 {{\[\[}}buffer(2)]], device const int64_t* sizes {{\[\[}}buffer(3)]], device int* failed {{\[\[}}buffer(4)]], uint bz_tid {{\[\[}}thread_position_in_threadgroup]], uint bz_bid {{\[\[}}threadgroup_position_in_grid]]) {
+// METAL: const int64_t point = (int64_t)bz_bid * 32 + bz_tid;
+// CPP-LABEL: function @pointwise: 1 kernel(s), cpu
+// CPP: extern "C" int braze_kernel_0(void* const* buffers, const int64_t* sizes) {
+// CPP: #pragma omp simd
+func.func @pointwise(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %s = braze.add %a, %b : tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return %s : tensor<8x16xf32>
+}
+
+// CUDA-LABEL: function @row_sum: 1 kernel(s), cuda
+// CUDA: braze_kernel_0(const float* __restrict__ in0, float* out0, const int64_t* sizes, int* failed) {
+// CUDA: __shared__ float v1_s[256];
+// CUDA-NEXT: const int64_t tid = threadIdx.x;
+// CUDA-NEXT: const int64_t point = blockIdx.x;
+// CUDA: const int64_t reduce_points = n1;
+// CUDA-NEXT: float v1_s_mine = (float)0;
+// CUDA-NEXT: for (int64_t r = tid; r < reduce_points; r += 256) {
+// CUDA: v1_s_mine = v1_s_mine + v2;
+// CUDA: v1_s[tid] = v1_s_mine;
+// CUDA-NEXT: __syncthreads();
+// CUDA-NEXT: for (int s = 128; s > 0; s >>= 1) {
+// CUDA-NEXT: if (tid < s) { v1_s[tid] = v1_s[tid] + v1_s[tid + s]; }
+// CUDA-NEXT: __syncthreads();
+// CUDA: const float v1 = v1_s[0];
+// CUDA-NEXT: if (tid == 0) { out0[i0] = v1; }
+// CL-LABEL: function @row_sum: 1 kernel(s), opencl
+// CL: __local float v1_s[256];
+// CL: barrier(CLK_LOCAL_MEM_FENCE);
+// METAL-LABEL: function @row_sum: 1 kernel(s), metal
+// METAL: threadgroup float v1_s[32];
+// METAL: threadgroup_barrier(mem_flags::mem_threadgroup);
+// METAL: for (int s = 16; s > 0; s >>= 1) {
+// CPP-LABEL: function @row_sum: 1 kernel(s), cpu
+// CPP: reduction(+:v1_part)
+func.func @row_sum(%x: tensor<4x300xf32>) -> tensor<4xf32> {
+  %s = braze.sum %x dims [1] : tensor<4x300xf32> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// CUDA-LABEL: function @column_sum: 1 kernel(s), cuda
+// CUDA: const int64_t n0 = 300;
+// CUDA-NEXT: const int64_t n1 = 4;
+// CUDA: const int64_t i1 = point_rest % n1; point_rest /= n1;
+// CUDA-NEXT: const int64_t reduce_points = n0;
+// CUDA: const int64_t i0 = r_rest % n0; r_rest /= n0;
+// CUDA-NEXT: const float v2 = in0[i0 * stride0_0 + i1];
+func.func @column_sum(%x: tensor<300x4xf32>) -> tensor<4xf32> {
+  %s = braze.sum %x dims [0] : tensor<300x4xf32> -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// CUDA-LABEL: function @argmax: 1 kernel(s), cuda
+// CUDA: __shared__ float v1_s[256];
+// CUDA-NEXT: __shared__ int64_t v1_at[256];
+// CUDA: int64_t v1_at_mine = -1;
+// CUDA: if (v1_at_mine < 0 || (v2 > v1_s_mine || (v2 != v2 && v1_s_mine == v1_s_mine))) { v1_s_mine = v2; v1_at_mine = r; }
+// CUDA: if (tid < s) { if (v1_at[tid + s] >= 0 && (v1_at[tid] < 0 ||
+// CUDA: const int64_t v1 = v1_at[0] < 0 ? 0 : v1_at[0];
+// CUDA-NEXT: if (tid == 0) { out0[i0] = v1; }
+func.func @argmax(%x: tensor<4x300xf32>) -> tensor<4xi64> {
+  %i = braze.argmax %x dims [1] : tensor<4x300xf32> -> tensor<4xi64>
+  return %i : tensor<4xi64>
+}
+
+// CUDA-LABEL: function @bf16: 1 kernel(s), cuda
+// CUDA: BZ_FN float bz_bf16_to_f32(uint16_t h)
+// CUDA: braze_kernel_0(const uint16_t* in0, uint16_t* out0, const int64_t* sizes, int* failed) {
+// CUDA: const float v1 = bz_bf16_to_f32(in0[i0]);
+// CUDA-NEXT: const float v2 = (float)v1;
+// CUDA-NEXT: const float v3 = expf(v2);
+// CUDA-NEXT: const float v4 = (float)v3;
+// CUDA-NEXT: out0[i0] = bz_f32_to_bf16(v4);
+// CL-LABEL: function @bf16: 1 kernel(s), opencl
+// CL: const float v3 = exp(v2);
+// CPP-LABEL: function @bf16: 1 kernel(s), cpu
+// CPP: const float v1 = bz_bf16_to_f32(in0[i0]);
+// CPP-NEXT: const float v2 = (float)v1;
+// CPP-NEXT: const float v3 = bz_exp(v2);
+func.func @bf16(%x: tensor<16xbf16>) -> tensor<16xbf16> {
+  %y = braze.exp %x : tensor<16xbf16>
+  return %y : tensor<16xbf16>
+}
+
+// CUDA-LABEL: function @broadcast: 1 kernel(s), cuda
+// CUDA: const float v1 = in0[i0 * stride0_0 + i1];
+// CUDA-NEXT: const float v2 = in1[i1];
+// CUDA-NEXT: const float v3 = v1 * v2;
+func.func @broadcast(%a: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf32> {
+  %s = braze.mul %a, %b : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>
+  return %s : tensor<8x16xf32>
+}
+
+// CUDA-LABEL: function @dynamic: 1 kernel(s), cuda
+// CUDA: const int64_t n0 = sizes[0];
+// CUDA-NEXT: const int64_t n1 = 16;
+// CUDA: out0[(i0) * 16 + i1] = v2;
+// CL-LABEL: function @dynamic: 1 kernel(s), opencl
+// CL: const int64_t n0 = sizes[0];
+// CPP-LABEL: function @dynamic: 1 kernel(s), cpu
+// CPP: const int64_t n0 = sizes[0];
+func.func @dynamic(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  %y = braze.neg %x : tensor<?x16xf32>
+  return %y : tensor<?x16xf32>
+}
+

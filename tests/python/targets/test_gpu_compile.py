@@ -1,0 +1,119 @@
+"""Every kernel of every capture-suite model compiles with each GPU target's
+real compiler: nvcc (no register spills, from its -Xptxas -v report), NVRTC
+to an sm_90 cubin, hipcc for gfx90a, ocloc for Intel's pvc, and the Metal
+source as C++ against the shim header. No GPU is needed."""
+
+import re
+
+import pytest
+from conftest import need, need_program
+from kernels import MODEL_NAMES, model_kernels
+
+import braze
+from braze import target as targets
+from braze.runtime.native_cache import NativeCache
+from braze.target.compiled import OclocToolchain
+
+
+def _compile(target_name: str, model: str, **options):
+    target = targets.get(target_name)
+    need(f"the {target_name} target", target.compiler_missing())
+    chosen = target.options(options)
+    _, kernels = model_kernels(model)
+    unit = target.emit(kernels, chosen)
+    assert len(unit.kernels) == len(kernels) >= 1
+    return target.compile_artifact(unit, chosen)
+
+
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_nvcc_builds_sm90_cubins_without_register_spills(model):
+    need_program("nvcc")
+    source, cubin, _ = _compile("cuda", model, compiler="nvcc")
+    assert cubin[:4] == b"\x7fELF"
+    report = (source.parent / "build.log").read_text()
+    kernels = re.findall(r"Compiling entry function '(\w+)'", report)
+    assert len(kernels) == len(model_kernels(model)[1])
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    assert len(spills) == len(kernels) and all(s == ("0", "0") for s in spills), report
+
+
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_nvrtc_builds_sm90_cubins(model):
+    _, cubin, _ = _compile("cuda", model, compiler="nvrtc")
+    assert cubin[:4] == b"\x7fELF"
+
+
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_hipcc_builds_gfx90a_code_objects(model):
+    need_program("hipcc")
+    _, code_object, _ = _compile("hip", model)
+    assert code_object[:4] in (b"\x7fELF", b"__CL")  # an offload bundle or an ELF code object
+
+
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_ocloc_builds_the_opencl_c_for_pvc(model):
+    need_program("ocloc")
+    opencl = targets.get("opencl")
+    options = opencl.options()
+    _, kernels = model_kernels(model)
+    unit = opencl.emit(kernels, options)
+    binary = NativeCache(toolchain=OclocToolchain("pvc"), salt=options.key()).load(unit.source)
+    assert len(binary) > 1000
+
+
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_metal_source_compiles_as_cpp_against_the_shim(model):
+    _compile("metal", model)
+
+
+def test_a_compile_failure_names_the_message_and_the_kept_source(monkeypatch):
+    from braze.codegen.cuda import CudaRenderer
+
+    monkeypatch.setattr(CudaRenderer, "head", CudaRenderer.head + "\n#error braze test failure\n")
+    with pytest.raises(braze.BrazeError) as caught:
+        _compile("cuda", "mlp", compiler="nvrtc")
+    message = str(caught.value)
+    assert "braze test failure" in message and "source.cu; the source is kept there" in message
+
+
+def test_nvrtc_builds_the_opinfo_samples_kernels():
+    """One float32 and one bfloat16 OpInfo sample per op: its kernels as CUDA
+    C++, built by NVRTC for sm_90 (all of an op's kernels in one source)."""
+    pytest.importorskip("expecttest", reason="OpInfo's database needs expecttest")
+    import warnings
+
+    import torch
+
+    from braze.testing.kernels import kernel_form
+    from braze.testing.opinfo import opinfos, sample_model
+
+    cuda = targets.get("cuda")
+    need("the cuda target", cuda.compiler_missing())
+    options = cuda.options()
+    built, failures = 0, []
+    for name, info in sorted(opinfos().items()):
+        for dtype in (torch.float32, torch.bfloat16):
+            if dtype not in info.supported_dtypes("cpu"):
+                continue
+            sample = next(iter(info.sample_inputs("cpu", dtype, requires_grad=False)), None)
+            if sample is None:
+                continue
+            model, tensors = sample_model(info, sample)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    program = braze.export(model, tensors)
+            except braze.BrazeError:
+                continue  # refused or untraceable: test_opinfo covers those outcomes
+            _, kernels = kernel_form(program.module, cuda.pipeline(options))
+            if not kernels:
+                continue
+            try:
+                _, cubin, _ = cuda.compile_artifact(cuda.emit(kernels, options), options)
+            except braze.BrazeError as error:
+                failures.append(f"{name} {dtype}: {error.message[:400]}")
+                continue
+            assert cubin[:4] == b"\x7fELF"
+            built += 1
+    assert not failures, "\n".join(failures)
+    assert built >= 100

@@ -1,0 +1,44 @@
+"""What only the opencl target does: its build cache and threads option,
+and OpInfo's samples on PoCL (the shared runs are in test_run.py)."""
+
+import pytest
+import torch
+from conftest import need
+
+import braze
+from braze import target as targets
+
+
+@pytest.fixture(autouse=True)
+def opencl():
+    need("the opencl target", targets.get("opencl").compiler_missing())
+
+
+def test_second_compile_hits_the_cache():
+    text = """
+    func.func @f(%x: tensor<16xf32>) -> tensor<16xf32> {
+      %y = braze.exp %x : tensor<16xf32>
+      return %y : tensor<16xf32>
+    }"""
+    first = braze.compile_mlir(text, target="opencl", options={"threads": 64})
+    second = braze.compile_mlir(text, target="opencl", options={"threads": 64})
+    assert second.stats["cache_hit"] and second.stats["source"] == first.stats["source"]
+    x = torch.randn(16)
+    torch.testing.assert_close(second(x)[0], torch.exp(x))
+    with pytest.raises(braze.BrazeError, match="power of two"):
+        braze.compile_mlir(text, target="opencl", options={"threads": 100})
+
+
+def test_opinfo_samples_run_on_pocl():
+    """One OpInfo sample per op in float32 and bfloat16 (benchmarks/opinfo_report.py
+    style; the whole set, 2 samples x 4 dtypes, passed on PoCL when this was written)."""
+    pytest.importorskip("expecttest", reason="OpInfo's database needs expecttest")
+    from braze.testing.opinfo import opinfos, run_op, summarize
+
+    bad, passed = [], 0
+    for name, info in sorted(opinfos().items()):
+        results = run_op(info, (torch.float32, torch.bfloat16), 1, "opencl")
+        bad += [f"{r.op} {r.dtype} {r.outcome}: {r.detail}" for r in results if r.outcome in ("mismatch", "error")]
+        passed += summarize(results)["pass"]
+    assert not bad, "\n".join(bad)
+    assert passed >= 150
