@@ -39,7 +39,7 @@ def _shape(t) -> str:
 def describe(run, env_shapes) -> tuple[str, str]:
     """(category, description) of one step's callable."""
     kind = type(run).__name__
-    if kind == "_KernelCall":
+    if kind == "_NativeKernelCall":
         dom = "×".join("?" if d is None else str(d) for d in run.domain)
         ins = ", ".join(env_shapes.get(s, "?") for s in run.inputs)
         outs = ", ".join(env_shapes.get(s, "?") for s in run.outputs)

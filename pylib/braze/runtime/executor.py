@@ -413,7 +413,7 @@ class Program:
             name, members = first[call.name]
             kernels, views, end = [], [], index
             while end < len(steps) and len(kernels) < len(members):
-                if isinstance(steps[end][0], _KernelCall):
+                if isinstance(steps[end][0], KernelCall):
                     kernels.append(steps[end])
                 elif getattr(steps[end][0], "name", None) in ("braze.reshape", "braze.permute"):
                     views.append(steps[end])

@@ -126,14 +126,14 @@ func.func @broadcast(%a: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf3
 
 // CUDA-LABEL: function @dynamic: 1 kernel(s), cuda
 // CUDA: const int64_t n0 = sizes[0];
-// CUDA-NEXT: const int64_t n1 = 16;
-// CUDA: out0[(i0) * 16 + i1] = v2;
+// CUDA-NEXT: const int64_t n1 = 256;
+// CUDA: out0[(i0) * 256 + i1] = v2;
 // CL-LABEL: function @dynamic: 1 kernel(s), opencl
 // CL: const int64_t n0 = sizes[0];
 // CPP-LABEL: function @dynamic: 1 kernel(s), cpu
 // CPP: const int64_t n0 = sizes[0];
-func.func @dynamic(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
-  %y = braze.neg %x : tensor<?x16xf32>
-  return %y : tensor<?x16xf32>
+func.func @dynamic(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
+  %y = braze.neg %x : tensor<?x256xf32>
+  return %y : tensor<?x256xf32>
 }
 

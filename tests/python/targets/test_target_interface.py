@@ -86,4 +86,5 @@ def test_torch_compile_takes_a_forced_target_and_refuses_unknown_options():
 
 def test_default_options_match_the_dataclass():
     assert braze.compiler.DEFAULT_OPTIONS == {f.name: f.default for f in dataclasses.fields(TargetOptions)}
-    assert "braze-tune-convolutions" in braze.compiler.pipeline({})
+    assert "braze-channels-last" in braze.compiler.pipeline({})
+    assert "braze-tune-convolutions" in braze.compiler.pipeline({"tune_convolutions": True})
