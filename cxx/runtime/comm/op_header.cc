@@ -85,6 +85,44 @@ Status TransportBase::Run(const OpContext& ctx) {
   return Error(BRAZE_INVALID_ARGUMENT, ctx.label + ": unknown op");
 }
 
+namespace {
+std::string SetupFailedKey(const TransportConfig& config) { return config.prefix + "/setup_failed"; }
+}  // namespace
+
+// The record: "<rank> <blamed ranks, comma-separated, or ->" and a newline, then the message.
+void ReportSetupFailure(const TransportConfig& config, const Status& why) {
+  if (!PeerSetupFailure(config).ok()) return;  // this rank failed because of that report
+  std::string blamed;
+  for (int32_t r : why.missing_ranks) blamed += (blamed.empty() ? "" : ",") + std::to_string(r);
+  std::string record = std::to_string(config.rank) + " " + (blamed.empty() ? "-" : blamed) + "\n" + why.message;
+  (void)config.store->Set(SetupFailedKey(config), record);  // best effort: the peers still time out
+}
+
+Status PeerSetupFailure(const TransportConfig& config) {
+  std::string record;
+  if (!config.store->Get(SetupFailedKey(config), 0.001, &record).ok()) return Status::Ok();
+  // Parsed defensively: a malformed record still fails the setup, naming nobody.
+  size_t newline = record.find('\n');
+  std::string head = record.substr(0, newline), message = newline == std::string::npos ? "" : record.substr(newline + 1);
+  size_t space = head.find(' ');
+  int64_t rank = -1;
+  std::vector<int32_t> blamed;
+  if (space != std::string::npos && ParseCounter(head.substr(0, space), &rank) && rank >= 0 && rank < config.world) {
+    std::string list = head.substr(space + 1);
+    for (size_t at = 0; list != "-" && at <= list.size();) {
+      size_t comma = std::min(list.find(',', at), list.size());
+      int64_t r = -1;
+      if (ParseCounter(list.substr(at, comma - at), &r) && r >= 0 && r < config.world) blamed.push_back((int32_t)r);
+      at = comma + 1;
+    }
+    if (blamed.empty()) blamed.push_back((int32_t)rank);
+  }
+  return Error(BRAZE_RANK_FAILED,
+               (rank >= 0 ? "rank " + std::to_string(rank) : std::string("a rank")) +
+                   " gave up on the group's setup (" + message + ")",
+               blamed);
+}
+
 TransportFactory FindTransport(const std::string& backend) {
   if (backend == "shm") return CreateShmTransport;
   if (backend == "tcp") return CreateTcpTransport;

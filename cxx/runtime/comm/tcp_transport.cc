@@ -82,17 +82,20 @@ class TcpTransport final : public TransportBase {
     for (int j = 0; j < me(); ++j) {
       Status s = ConnectTo(j, secret, deadline);
       if (!s.ok()) {
-        s.missing_ranks = {j};
+        if (s.missing_ranks.empty()) s.missing_ranks = {j};  // else a peer's report names whom to blame
         return s;
       }
     }
     for (int accepted = 0; accepted < n() - me() - 1;) {
       int fd = -1;
-      Status s = Accept(listen_fd, deadline, &fd);
+      Status s = InSlices(deadline, Store::kGiveUpPollSeconds,
+                          [&](Clock::time_point until) { return Accept(listen_fd, until, &fd); },
+                          SetupGiveUp(cfg_));
       if (!s.ok()) {
         s.message = "tcp backend: waiting for higher ranks to connect: " + s.message;
-        for (int k = me() + 1; k < n(); ++k)
-          if (fds_[k] < 0) s.missing_ranks.push_back(k);
+        if (s.missing_ranks.empty())  // else a peer's report names whom to blame
+          for (int k = me() + 1; k < n(); ++k)
+            if (fds_[k] < 0) s.missing_ranks.push_back(k);
         return s;
       }
       std::string why = AdmitPeer(fd, deadline);
@@ -109,14 +112,17 @@ class TcpTransport final : public TransportBase {
   // Connects to lower rank j: its address from the store, the handshake, the hello.
   Status ConnectTo(int j, const std::string& secret, Clock::time_point deadline) {
     std::string addr;
-    BRAZE_RETURN_IF_ERROR(cfg_.store->Get(cfg_.prefix + "/tcp/" + std::to_string(j), cfg_.timeout, &addr));
+    BRAZE_RETURN_IF_ERROR(
+        cfg_.store->GetOrGiveUp(cfg_.prefix + "/tcp/" + std::to_string(j), cfg_.timeout, SetupGiveUp(cfg_), &addr));
     size_t colon = addr.rfind(':');
     int64_t peer_port = 0;
     if (colon == std::string::npos || !ParseCounter(addr.substr(colon + 1), &peer_port) || peer_port <= 0 ||
         peer_port > 65535)
       return Error(BRAZE_INTERNAL, "tcp backend: bad address record '" + addr + "' for rank " + std::to_string(j));
     std::string peer = "rank " + std::to_string(j) + " at " + addr;
-    BRAZE_RETURN_IF_ERROR(braze::comm::Connect(addr.substr(0, colon), (int)peer_port, deadline, &fds_[j]));
+    BRAZE_RETURN_IF_ERROR(InSlices(deadline, Store::kGiveUpPollSeconds, [&](Clock::time_point until) {
+      return braze::comm::Connect(addr.substr(0, colon), (int)peer_port, until, &fds_[j]);
+    }, SetupGiveUp(cfg_)));
     BRAZE_RETURN_IF_ERROR(AuthenticateConnected(fds_[j], secret, deadline, peer));
     int32_t hello = me();
     return SendAll(fds_[j], &hello, 4, deadline);

@@ -98,11 +98,29 @@ class TransportBase : public Transport {
   std::vector<int32_t> missing_;
 };
 
-// Constructs T(config) and runs its Init().
+// A group's setup is all or nothing. A rank whose part of it fails posts why
+// under "<prefix>/setup_failed" (MakeTransport does), and every wait of the
+// setup on its peers (store keys, store barriers, accepting and connecting)
+// polls that key and gives up as soon as it appears, instead of waiting out
+// its timeout for a rank that has already left -- by when a retry that rank
+// started at once has given up on it in turn.
+void ReportSetupFailure(const TransportConfig& config, const Status& why);
+// The failure a peer of this setup reported (BRAZE_RANK_FAILED, naming the
+// ranks it blamed, else itself), or OK when none has.
+Status PeerSetupFailure(const TransportConfig& config);
+inline Store::GiveUp SetupGiveUp(const TransportConfig& config) {
+  return [&config] { return PeerSetupFailure(config); };
+}
+
+// Constructs T(config) and runs its Init(); reports a failure to the peers.
 template <typename T>
 Status MakeTransport(const TransportConfig& config, std::unique_ptr<Transport>* out) {
   auto t = std::make_unique<T>(config);
-  BRAZE_RETURN_IF_ERROR(t->Init());
+  Status s = t->Init();
+  if (!s.ok()) {
+    ReportSetupFailure(config, s);
+    return s;
+  }
   *out = std::move(t);
   return Status::Ok();
 }
