@@ -113,7 +113,7 @@ class ShmTransport final : public TransportBase {
       p2p_bytes_ = layout.p2p_bytes;
     } else {
       std::string meta;
-      Status s = cfg_.store->GetOrGiveUp(key, cfg_.timeout, SetupGiveUp(cfg_), &meta);
+      Status s = cfg_.store->GetOrGiveUp(key, cfg_.SecondsLeft(), SetupGiveUp(cfg_), &meta);
       if (!s.ok()) {
         s.message = "shm backend: waiting for rank 0's segment: " + s.message;
         if (s.missing_ranks.empty()) s.missing_ranks = {0};  // else a peer's report names whom to blame
@@ -136,7 +136,7 @@ class ShmTransport final : public TransportBase {
     p2p_ = segment_.data() + layout.p2p_off;
     ranks_[cfg_.rank].pid = getpid();
     // Once every rank has mapped it, the name can go: nothing leaks on a crash.
-    Status s = cfg_.store->Barrier(cfg_.prefix + "/shm/mapped", cfg_.rank, cfg_.world, cfg_.timeout,
+    Status s = cfg_.store->Barrier(cfg_.prefix + "/shm/mapped", cfg_.rank, cfg_.world, cfg_.SecondsLeft(),
                                    SetupGiveUp(cfg_));
     segment_.Unlink();
     return s;

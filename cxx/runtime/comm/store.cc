@@ -36,19 +36,25 @@ Status Store::GetOrGiveUp(const std::string& key, double timeout, const GiveUp& 
 }
 
 Status Store::Barrier(const std::string& key, int rank, int world, double timeout, const GiveUp& give_up) {
-  BRAZE_RETURN_IF_ERROR(Set(key + "/" + std::to_string(rank), "1"));  // names the arrivals
   int64_t arrived = 0;
   BRAZE_RETURN_IF_ERROR(Add(key + "/count", 1, &arrived));
+  // Then this rank's arrival and its place: a rank that stopped after
+  // counting itself is named as surely as one that never came.
+  BRAZE_RETURN_IF_ERROR(Set(key + "/" + std::to_string(rank), std::to_string(arrived)));
   if (arrived == world) return Set(key + "/done", "1");
   std::string ignored;
   Status s = GetOrGiveUp(key + "/done", timeout, give_up, &ignored);
   if (s.code != BRAZE_TIMEOUT) return s;
-  // Who never came (died, or hangs): a short look for each one's key.
+  // Who is missing (died, or hangs): a short look for each one's key. One
+  // that came last but never published "done" is missing too.
   s.missing_ranks.clear();
-  for (int j = 0; j < world; ++j)
-    if (!Get(key + "/" + std::to_string(j), 0.001, &ignored).ok()) s.missing_ranks.push_back(j);
+  for (int j = 0; j < world; ++j) {
+    std::string place;
+    if (!Get(key + "/" + std::to_string(j), 0.001, &place).ok() || place == std::to_string(world))
+      s.missing_ranks.push_back(j);
+  }
   s.message = "store barrier '" + key + "' timed out after " + std::to_string(timeout) + " s: ranks " +
-              FormatRanks(s.missing_ranks) + " never arrived";
+              FormatRanks(s.missing_ranks) + " never arrived or stopped inside it";
   return s;
 }
 

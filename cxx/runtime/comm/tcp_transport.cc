@@ -76,7 +76,7 @@ class TcpTransport final : public TransportBase {
   // Lower ranks accept, higher ranks connect. Every connection first passes
   // the secret handshake, then a hello carries the connector's rank.
   Status Connect(int listen_fd, const std::string& my_address) {
-    auto deadline = DeadlineAfter(cfg_.timeout);
+    auto deadline = cfg_.deadline;
     const std::string& secret = cfg_.store->secret();
     BRAZE_RETURN_IF_ERROR(cfg_.store->Set(cfg_.prefix + "/tcp/" + std::to_string(me()), my_address));
     for (int j = 0; j < me(); ++j) {
@@ -113,7 +113,7 @@ class TcpTransport final : public TransportBase {
   Status ConnectTo(int j, const std::string& secret, Clock::time_point deadline) {
     std::string addr;
     BRAZE_RETURN_IF_ERROR(
-        cfg_.store->GetOrGiveUp(cfg_.prefix + "/tcp/" + std::to_string(j), cfg_.timeout, SetupGiveUp(cfg_), &addr));
+        cfg_.store->GetOrGiveUp(cfg_.prefix + "/tcp/" + std::to_string(j), cfg_.SecondsLeft(), SetupGiveUp(cfg_), &addr));
     size_t colon = addr.rfind(':');
     int64_t peer_port = 0;
     if (colon == std::string::npos || !ParseCounter(addr.substr(colon + 1), &peer_port) || peer_port <= 0 ||

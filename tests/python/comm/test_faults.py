@@ -95,3 +95,15 @@ def test_member_quitting_setup_fails_the_others_promptly(backend, quitter, tmp_p
     out = subprocess.run([sys.executable, "-m", "braze.tools.fr", "--json", str(tmp_path)], capture_output=True,
                          text=True, timeout=30)
     assert json.loads(out.stdout)["culprits"] == [quitter], out.stdout
+
+
+def test_reconfigure_waits_for_a_member_that_learns_of_the_failure_at_its_timeout():
+    """Rank 0 reconfigures at once; rank 1 arrives a timeout and a half
+    second later (its collective had to time out). Reconfigure used to wait
+    for the members only one timeout, and gave up on it (the campaign's kill
+    in a send/recv ring on shm, after a rank that failed fast). shm only: on
+    tcp rank 0's reconfigure closes its sockets, and rank 1 learns at once."""
+    timeout = 2.0
+    results = run_group(workers.late_learner, 2, "shm", comm_timeout=timeout, deadline=60)
+    assert results[1]["arrived"] > timeout + 0.4, results  # the case under test did happen
+    assert results[0]["sum"] == results[1]["sum"] == [3.0] * 3, results

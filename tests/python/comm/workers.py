@@ -368,3 +368,26 @@ def setup_quitter(comm, rank, world, backend, quitter):
     t = np.full(5, rank + 1, np.float32)
     comm.all_reduce(t)
     return {"error": error, "took": took, "sum": t.tolist()}
+
+
+def late_learner(comm, rank, world):
+    """Rank 0 gives up on the group at once; rank 1 enters a collective a
+    little later and learns of it only at that collective's timeout. Both
+    then reconfigure at once, as a survivor does."""
+    import braze.comm as bc
+
+    comm.barrier()
+    start = time.monotonic()
+    if rank == 0:
+        comm.abort("rank 0 saw a failure first")
+    else:
+        time.sleep(0.5)
+        try:
+            comm.all_reduce(np.ones(4, np.float32))
+        except bc.CommTimeout:
+            pass  # rank 0 is alive but gone from this collective: only the deadline tells
+    arrived = time.monotonic() - start
+    comm.reconfigure("after", list(range(world)))
+    t = np.full(3, rank + 1, np.float32)
+    comm.all_reduce(t)
+    return {"arrived": arrived, "sum": t.tolist()}
