@@ -29,11 +29,24 @@ def load_dumps(paths):
     return dumps
 
 
-# A dump that blames someone this long after the first such dump of its
-# generation comes from a rank that ran again after the others had given up
-# on it (it was stopped or starved): what it blames is hindsight, so it does
-# not vote.
+# A dump that blames someone for a wait that began after the first such dump
+# of its generation comes from a rank that ran again after the others had
+# given up on it (it was stopped or starved): what it blames is hindsight, so
+# it does not vote. A rank that was already waiting then and only reached its
+# own timeout later (its peer had aborted) does vote. Dumps say when the
+# failed wait began ("failed_since"; JITTER_S allows for clocks of different
+# hosts); older ones only when they were written, and then a dump this long
+# after the first is late.
+JITTER_S = 0.5
 LATE_DUMP_S = 2.0
+
+
+def _late(dump, first):
+    if not dump.get("missing_ranks"):
+        return False
+    if dump.get("failed_since"):
+        return dump["failed_since"] - first > JITTER_S
+    return dump.get("dumped_at", 0) - first > LATE_DUMP_S
 
 
 def _signature(entry):
@@ -55,10 +68,10 @@ def analyze(dumps):
     # the others had given up on them: set their dumps aside (as if they had
     # left none) and name them.
     first = min((d.get("dumped_at", 0) for d in dumps.values() if d.get("missing_ranks")), default=0)
-    late = sorted(r for r, d in dumps.items() if d.get("missing_ranks") and d.get("dumped_at", 0) - first > LATE_DUMP_S)
+    late = sorted(r for r, d in dumps.items() if _late(d, first))
     if late:
-        findings.append(("late", late, f"rank(s) {late} failed more than {LATE_DUMP_S:g} s after the others had "
-                                       "given up on them (stopped or starved)"))
+        findings.append(("late", late, f"rank(s) {late} began the wait they failed in after the others had given "
+                                       "up on them (stopped or starved)"))
         dumps = {r: d for r, d in dumps.items() if r not in late}
     absent = [r for r in range(world) if r not in dumps]
     # Whom the dumps blame. When survivors blame each other (one aborted and
@@ -111,7 +124,17 @@ def analyze(dumps):
     if reported_missing:
         findings.append(("reported_missing", reported_missing,
                          f"survivors report rank(s) {reported_missing} as not arrived or failed"))
+    if not findings:
+        failed = sorted(r for r, d in dumps.items() if _failed(d))
+        if failed:
+            findings.append(("unknown", [], f"rank(s) {failed} failed ({dumps[failed[0]]['reason']}), but no dump "
+                                            "names a rank: braze-fr cannot tell which rank failed"))
     return findings
+
+
+def _failed(dump):
+    """Whether the dump reports a failure (not a planned abort or an on-demand dump)."""
+    return dump.get("failed_since", 0) > 0 or any(e["state"] == "failed" for e in dump["entries"])
 
 
 def main(argv=None):
@@ -127,7 +150,10 @@ def main(argv=None):
     else:
         for _, _, text in findings:
             print(text)
-        print(f"suspect rank(s): {culprits}" if culprits else "all ranks agree; nothing diverged")
+        if culprits:
+            print(f"suspect rank(s): {culprits}")
+        elif not findings:
+            print("all ranks agree; nothing diverged")
     return 1 if findings else 0
 
 
