@@ -11,9 +11,6 @@ namespace {
 // deadline (it should never need to): this long after it.
 constexpr double kWatchdogGraceSeconds = 2.0;
 
-// How many op timeouts reconfigure waits for the members to meet.
-constexpr double kMembersWaitTimeouts = 2.0;
-
 bool IsP2p(braze_op_kind_t op) { return op == BRAZE_OP_SEND || op == BRAZE_OP_RECV; }
 }  // namespace
 
@@ -382,6 +379,9 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
                                              "needs a fresh one");
   int new_rank = (int)(me - members.begin()), new_world = (int)members.size();
   const double started = UnixNow();
+  // The members meet by this deadline. A rank that gets past it by far was
+  // not running meanwhile (stopped, or starved of CPU), and the others gave up on it.
+  const auto members_deadline = DeadlineAfter(timeout_);
   if (!aborted_.load()) Abort("reconfigure to " + FormatRanks(members));
   {
     // The running op, if any, fails promptly because the transport is aborted.
@@ -394,10 +394,6 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
   std::string prefix = group_.substr(0, group_.find('/')) + "/" + uuid;
   std::string mine = FormatRanks(members);
   BRAZE_RETURN_IF_ERROR(store_->Set(prefix + "/members/" + std::to_string(new_rank), mine));
-  // A member that was inside an op when the failure that brings this rank
-  // here happened learns of it only at that op's deadline, up to a timeout
-  // after this rank did: wait for the members that long, and a timeout more.
-  auto members_deadline = DeadlineAfter(kMembersWaitTimeouts * timeout_);
   for (int j = 0; j < new_world; ++j) {
     std::string theirs;
     double left = std::max(std::chrono::duration<double>(members_deadline - Clock::now()).count(), 0.001);
@@ -417,8 +413,6 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
       return Error(BRAZE_MISMATCH, "reconfigure " + uuid + ": rank " + std::to_string(j) + " proposes members " +
                                        theirs + " but this rank proposes " + mine);
   }
-  // Members that see each other's keys long after the deadline of this wait
-  // were not running meanwhile; the others gave up on them.
   double late = SecondsPast(members_deadline);
   Status s = late > kStalledSeconds
                  ? Error(BRAZE_TIMEOUT, "this rank stalled: it ran again " + std::to_string(late) +

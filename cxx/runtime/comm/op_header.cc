@@ -127,11 +127,11 @@ Status PeerSetupFailure(const TransportConfig& config) {
   } else {
     rank = -1;
   }
-  // A rank that timed out or lost a peer passes on whom it blamed (maybe
-  // nobody); one whose own part failed (it could not bind, map, ...) is the
-  // one that left.
+  // The peers blame whom the reporter blamed. One that blamed nobody is the
+  // one that left when its own part failed (it could not bind, map, ...),
+  // but not when it merely timed out waiting.
   bool waited = code == BRAZE_TIMEOUT || code == BRAZE_RANK_FAILED;
-  if (rank >= 0 && !waited) blamed = {(int32_t)rank};
+  if (rank >= 0 && blamed.empty() && !waited) blamed = {(int32_t)rank};
   return Error(waited ? (braze_status_code_t)code : BRAZE_RANK_FAILED,
                (rank >= 0 ? "rank " + std::to_string(rank) : std::string("a rank")) +
                    " gave up on the group's setup (" + message + ")",

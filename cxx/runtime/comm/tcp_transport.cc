@@ -63,6 +63,10 @@ class TcpTransport final : public TransportBase {
     aborted_.store(true);
     uint64_t one = 1;
     (void)!write(abort_fd_, &one, 8);
+    // The peers that wait for this rank see its connections end at once
+    // (after the data already sent), not at their timeout.
+    for (int fd : fds_)
+      if (fd >= 0) shutdown(fd, SHUT_RDWR);
   }
 
 

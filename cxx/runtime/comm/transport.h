@@ -119,8 +119,8 @@ class TransportBase : public Transport {
 // its timeout for a rank that has already left -- by when a retry that rank
 // started at once has given up on it in turn.
 void ReportSetupFailure(const TransportConfig& config, const Status& why);
-// The failure a peer of this setup reported (BRAZE_RANK_FAILED, naming the
-// ranks it blamed, else itself), or OK when none has.
+// The failure a peer of this setup reported, naming the ranks it blamed (or
+// itself, when it blamed nobody and did not time out), or OK when none has.
 Status PeerSetupFailure(const TransportConfig& config);
 inline Store::GiveUp SetupGiveUp(const TransportConfig& config) {
   return [&config] { return PeerSetupFailure(config); };

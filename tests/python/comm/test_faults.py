@@ -97,13 +97,16 @@ def test_member_quitting_setup_fails_the_others_promptly(backend, quitter, tmp_p
     assert json.loads(out.stdout)["culprits"] == [quitter], out.stdout
 
 
-def test_reconfigure_waits_for_a_member_that_learns_of_the_failure_at_its_timeout():
-    """Rank 0 reconfigures at once; rank 1 arrives a timeout and a half
-    second later (its collective had to time out). Reconfigure used to wait
-    for the members only one timeout, and gave up on it (the campaign's kill
-    in a send/recv ring on shm, after a rank that failed fast). shm only: on
-    tcp rank 0's reconfigure closes its sockets, and rank 1 learns at once."""
-    timeout = 2.0
-    results = run_group(workers.late_learner, 2, "shm", comm_timeout=timeout, deadline=60)
-    assert results[1]["arrived"] > timeout + 0.4, results  # the case under test did happen
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_a_peer_that_aborts_fails_collectives_waiting_for_it_at_once(backend):
+    """Rank 1 waits in a collective for rank 0, which has aborted. It used to
+    learn only at its timeout (shm) or when rank 0 tore its transport down
+    (tcp) -- by when a rank 0 that had reconfigured at once had given up on
+    it (the campaign's kill in a send/recv ring on shm: the rank sending to a
+    survivor that failed fast). Now it fails at once, naming rank 0."""
+    timeout = 3.0
+    results = run_group(workers.peer_aborts, 2, backend, comm_timeout=timeout, deadline=60)
+    error = results[1]["error"]
+    assert error["type"] == "CommRankFailed" and error["missing"] == [0], error
+    assert error["after"] < 0.3, error  # rank 0 reconfigures (tcp: closes its sockets) only 0.5 s later
     assert results[0]["sum"] == results[1]["sum"] == [3.0] * 3, results

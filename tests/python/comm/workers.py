@@ -370,24 +370,25 @@ def setup_quitter(comm, rank, world, backend, quitter):
     return {"error": error, "took": took, "sum": t.tolist()}
 
 
-def late_learner(comm, rank, world):
-    """Rank 0 gives up on the group at once; rank 1 enters a collective a
-    little later and learns of it only at that collective's timeout. Both
-    then reconfigure at once, as a survivor does."""
+def peer_aborts(comm, rank, world):
+    """Rank 0 aborts and reconfigures a second later; rank 1 enters a
+    collective half a second after the abort. Returns how rank 1's
+    collective failed and whether the reconfigure that follows works."""
     import braze.comm as bc
 
     comm.barrier()
-    start = time.monotonic()
+    error = None
     if rank == 0:
         comm.abort("rank 0 saw a failure first")
+        time.sleep(1.0)
     else:
         time.sleep(0.5)
+        start = time.monotonic()
         try:
             comm.all_reduce(np.ones(4, np.float32))
-        except bc.CommTimeout:
-            pass  # rank 0 is alive but gone from this collective: only the deadline tells
-    arrived = time.monotonic() - start
+        except bc.CommError as exc:
+            error = {"type": type(exc).__name__, "missing": exc.missing_ranks, "after": time.monotonic() - start}
     comm.reconfigure("after", list(range(world)))
     t = np.full(3, rank + 1, np.float32)
     comm.all_reduce(t)
-    return {"arrived": arrived, "sum": t.tolist()}
+    return {"error": error, "sum": t.tolist()}
