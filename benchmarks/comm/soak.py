@@ -68,11 +68,14 @@ def soak_rank(comm, rank, world, seconds, seed):
         if problem:
             wrong.append(f"op {ops} ({op}, {n} x {dtype}): {problem}")
         ops += 1
+        now = time.monotonic()
+        # Right after a reconfigure: the transport's scratch buffers (up to
+        # 8 MB each, sized by the largest op since) were just freed, so the
+        # sample sees what persists, not which sizes ran lately.
+        if op == "reconfigure" and now >= next_sample:
+            samples.append((now - start, rss_kb(), faults.fd_count()))
+            next_sample = now + SAMPLE_EVERY_S
         if ops % 20 == 0:
-            now = time.monotonic()
-            if now >= next_sample:
-                samples.append((now - start, rss_kb(), faults.fd_count()))
-                next_sample = now + SAMPLE_EVERY_S
             go[0] = int(rank != 0 or now - start < seconds)
             comm.broadcast(go, 0)  # rank 0's clock decides when every rank stops
     win.close()
