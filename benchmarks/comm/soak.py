@@ -126,7 +126,8 @@ def markdown(rows, command):
     lines = ["## Communication: soak", "",
              "4 ranks, a random mix of every collective, send/recv, uneven all_to_all, window puts and an "
              "occasional reconfigure, 1 to 1M elements of float32/float16/int32/int64, every result checked; "
-             f"after a warm-up at the largest size, resident memory and descriptors sampled every {SAMPLE_EVERY_S:.0f} s "
+             "after a warm-up at the largest size, resident memory and descriptors sampled right after a "
+             f"reconfigure (the transport's scratch buffers just freed), at most every {SAMPLE_EVERY_S:.0f} s "
              f"(flat: the lowest RSS of the second half within {RSS_SLACK_KB >> 10} MB of the lowest of the first "
              "half, one descriptor count). Command:", "",
              f"    {command}", "",
