@@ -166,9 +166,11 @@ def random_plan(rng, backends=("shm", "tcp")):
             "n": rng.choice(fault_ops.SIZES), "dtype": rng.choice(fault_ops.DTYPES)}
 
 
-def run_trial(plan) -> dict:
+def run_trial(plan, keep_failed=None) -> dict:
     """Runs one trial; returns the plan with its outcome ("ok" or the first
-    check it failed), the detection times and whether braze-fr named the victim."""
+    check it failed), the detection times and whether braze-fr named the victim.
+    With `keep_failed` (a directory), the flight-recorder dumps of a trial that
+    failed a check are moved there (as result["dumps"]) for a later look."""
     from braze.comm.launch import spawn_group
     from braze.tools.fr import analyze, load_dumps
 
@@ -217,6 +219,9 @@ def run_trial(plan) -> dict:
         result["problems"].append(f"/dev/shm segments left: {sorted(leaked)}")
     if result["problems"]:
         result["outcome"] = "failed checks"
+        if keep_failed:
+            result["dumps"] = tempfile.mkdtemp(prefix="trial-", dir=keep_failed)
+            shutil.move(dump_dir, result["dumps"])
     shutil.rmtree(tmp, ignore_errors=True)
     return result
 
@@ -278,6 +283,8 @@ def main():
     parser.add_argument("--results", default=os.path.join(HERE, "..", "RESULTS.md"))
     parser.add_argument("--log", default=os.path.join(HERE, "faults.jsonl"),
                         help="one JSON line per trial, written as the campaign goes")
+    parser.add_argument("--keep-failed", metavar="DIR",
+                        help="keep the flight-recorder dumps of trials that fail a check under DIR")
     parser.add_argument("--from-log", action="store_true",
                         help="only render the results section from --log (e.g. of a campaign cut short)")
     args = parser.parse_args()
@@ -288,12 +295,14 @@ def main():
         write_section(args.results, markdown(logged, command, sum(r["seconds"] for r in logged)), SECTION)
         return
     os.environ.setdefault("BRAZE_COMM_SECRET", secrets.token_hex(32))
+    if args.keep_failed:
+        os.makedirs(args.keep_failed, exist_ok=True)
     rng = random.Random(args.seed)
     results, start = [], time.monotonic()
     with open(args.log, "w") as log:
         for t in range(args.trials):
             began = time.monotonic()
-            r = run_trial(random_plan(rng))
+            r = run_trial(random_plan(rng), args.keep_failed)
             r["seconds"] = time.monotonic() - began
             results.append(r)
             log.write(json.dumps(r) + "\n")
