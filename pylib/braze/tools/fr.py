@@ -76,13 +76,18 @@ def analyze(dumps):
     absent = [r for r in range(world) if r not in dumps]
     # Whom the dumps blame. When survivors blame each other (one aborted and
     # closed its sockets first), a rank that left no dump is the one; when
-    # every rank dumped (a dying rank can still write one), the majority wins.
+    # every rank dumped (a dying rank can still write one), the majority wins,
+    # and a tie decides nothing: braze-fr says so rather than name a wrong rank.
     votes = collections.Counter(r for d in dumps.values() for r in set(d.get("missing_ranks", [])))
     if absent:
         reported_missing = sorted(set(votes) - set(dumps))
     else:
         top = max(votes.values(), default=0)
         reported_missing = sorted(r for r, v in votes.items() if v == top and top > 0)
+        if len(reported_missing) > 1:
+            findings.append(("unknown", [], f"the dumps blame rank(s) {reported_missing} equally ({top} each): "
+                                            "braze-fr cannot tell which of them failed"))
+            reported_missing = []
     # seq -> rank -> entry, collectives only (p2p ids are per pair).
     by_seq = collections.defaultdict(dict)
     first_seq = {}

@@ -38,10 +38,24 @@ def test_a_rank_that_dumps_long_after_the_others_does_not_vote(tmp_path):
     assert _culprits(tmp_path) == [1]  # also not "rank 0 never joined seq 4"
 
 
-def test_simultaneous_dumps_that_blame_each_other_name_both(tmp_path):
+def test_simultaneous_dumps_that_blame_each_other_name_neither(tmp_path):
+    """One of the two is wrong, and nothing tells which: braze-fr says it cannot tell."""
     _dump(tmp_path, 0, 2, 100.0, [1], [_entry(3, "all_reduce", 8)])
     _dump(tmp_path, 1, 2, 100.5, [0], [_entry(3, "all_reduce", 8)])
-    assert _culprits(tmp_path) == [0, 1]
+    findings = analyze(load_dumps([tmp_path]))
+    assert _culprits(tmp_path) == [] and findings[0][0] == "unknown" and "cannot tell" in findings[0][2], findings
+
+
+def test_a_tie_after_a_kill_during_a_tcp_reconfigure_names_nobody(tmp_path):
+    """The campaign (tcp, 3 ranks): rank 0 died in a planned reconfigure
+    after its abort dump (blaming no one); rank 1 lost its handshake with
+    rank 0, rank 2 its handshake with rank 1, which had just given up."""
+    done = [_entry(0, "all_reduce", 8, "completed")]
+    _dump(tmp_path, 0, 3, 100.0, [], done, reason="reconfigure to [0, 1, 2]")
+    _dump(tmp_path, 1, 3, 100.012, [0], done, failed_since=100.001, reason="reconfigure planned-1: authenticating to rank 0")
+    _dump(tmp_path, 2, 3, 100.012, [1], done, failed_since=100.001, reason="reconfigure planned-1: authenticating to rank 1")
+    assert _culprits(tmp_path) == []
+    assert [k for k, _, _ in analyze(load_dumps([tmp_path]))] == ["unknown"]
 
 
 def test_dumps_that_blame_no_one_do_not_start_the_clock(tmp_path):
