@@ -114,9 +114,16 @@ def analyze(dumps):
                                      f"{ranks[majority[0]]['dtype']})"))
             break
     # The first seq that some rank issued and another (alive or dead) never did.
+    # A rank whose last collective failed issued nothing after it (its
+    # communicator was aborted): it did not fail to join the later ones.
+    failed_at = {}
+    for rank in dumps:
+        mine = [s for s in by_seq if rank in by_seq[s]]
+        if mine and by_seq[max(mine)][rank]["state"] == "failed":
+            failed_at[rank] = max(mine)
     all_seqs = sorted(s for s in by_seq if s >= floor)
     for seq in all_seqs:
-        missing = sorted(set(range(world)) - set(by_seq[seq]))
+        missing = sorted(r for r in set(range(world)) - set(by_seq[seq]) if failed_at.get(r, seq) >= seq)
         if missing:
             stuck = sorted(r for r, e in by_seq[seq].items() if e["state"] != "completed")
             findings.append(("never_joined", missing,

@@ -113,3 +113,17 @@ def test_failures_that_name_no_rank_are_said_to_be_undecidable(tmp_path):
     findings = analyze(load_dumps([tmp_path]))
     assert [(k, r) for k, r, _ in findings] == [("unknown", [])], findings
     assert "cannot tell" in findings[0][2]
+
+
+def test_ranks_that_failed_an_earlier_collective_did_not_fail_to_join_the_next(tmp_path):
+    """The final campaign (tcp, 3 ranks, 2.4 MB ring all_reduce): rank 2 was
+    stopped inside seq 1; rank 1 still finished seq 1 (its part was done) and
+    waited in seq 2, where rank 0, which timed out in seq 1 and aborted,
+    never came. Rank 0 is no culprit for seq 2 (braze-fr named it)."""
+    ok = _entry(0, "all_reduce", 8, "completed")
+    _dump(tmp_path, 0, 3, 103.0, [2], [ok, _entry(1, "all_reduce", 8)], failed_since=100.0)
+    _dump(tmp_path, 1, 3, 103.0, [0], [ok, _entry(1, "all_reduce", 8, "completed"), _entry(2, "all_reduce", 8)],
+          failed_since=100.1)
+    _dump(tmp_path, 2, 3, 108.0, [2], [ok, _entry(1, "all_reduce", 8)], failed_since=100.0,
+          reason="all_reduce (seq 1): this rank stalled")
+    assert _culprits(tmp_path) == [2]
