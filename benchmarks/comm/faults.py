@@ -15,7 +15,7 @@ right after one):
 
 Then every survivor must have failed within its timeout (plus a grace) or
 finished correctly; the survivors reconfigure and run a correct all_reduce;
-braze-fr must name the victim (kill, stop); /dev/shm must hold no new segment
+braze-fr must name the victim (kill, stop) or say that it cannot tell; /dev/shm must hold no new segment
 and no survivor may hold more descriptors than when it started. Writes the
 "## Communication: fault injection" section of the results file."""
 
@@ -166,9 +166,11 @@ def random_plan(rng, backends=("shm", "tcp")):
             "n": rng.choice(fault_ops.SIZES), "dtype": rng.choice(fault_ops.DTYPES)}
 
 
-def run_trial(plan) -> dict:
+def run_trial(plan, keep_failed=None) -> dict:
     """Runs one trial; returns the plan with its outcome ("ok" or the first
-    check it failed), the detection times and whether braze-fr named the victim."""
+    check it failed), the detection times and whether braze-fr named the victim.
+    With `keep_failed` (a directory), the flight-recorder dumps of a trial that
+    failed a check are moved there (as result["dumps"]) for a later look."""
     from braze.comm.launch import spawn_group
     from braze.tools.fr import analyze, load_dumps
 
@@ -202,10 +204,14 @@ def run_trial(plan) -> dict:
     if len(survivors) != plan["world"] - (plan["fault"] != "close"):
         result["problems"].append(f"survivors {sorted(survivors)} did not all report")
     if plan["fault"] != "close" and any(v["error"] for v in survivors.values()):
-        culprits = sorted({r for kind, rs, _ in analyze(load_dumps([dump_dir])) if kind != "error" for r in rs})
-        result["culprit"] = culprits == [victim]
-        if not result["culprit"]:
-            result["problems"].append(f"braze-fr named {culprits}, not rank {victim}")
+        findings = analyze(load_dumps([dump_dir]))
+        culprits = sorted({r for kind, rs, _ in findings if kind != "error" for r in rs})
+        if not culprits and any(kind == "unknown" for kind, _, _ in findings):
+            result["culprit"] = "cannot tell"  # said plainly, and no wrong rank: not a failed check
+        else:
+            result["culprit"] = culprits == [victim]
+            if not result["culprit"]:
+                result["problems"].append(f"braze-fr named {culprits}, not rank {victim}")
     # Other jobs on the machine create segments too: only this trial's count.
     pids = {open(os.path.join(tmp, name)).read() for name in os.listdir(tmp) if name.startswith("pid.")}
     leaked = {seg for seg in shm_segments() - segments_before if seg.split("-")[2] in pids}
@@ -213,6 +219,9 @@ def run_trial(plan) -> dict:
         result["problems"].append(f"/dev/shm segments left: {sorted(leaked)}")
     if result["problems"]:
         result["outcome"] = "failed checks"
+        if keep_failed:
+            result["dumps"] = tempfile.mkdtemp(prefix="trial-", dir=keep_failed)
+            shutil.move(dump_dir, result["dumps"])
     shutil.rmtree(tmp, ignore_errors=True)
     return result
 
@@ -227,12 +236,14 @@ def summarize(results):
                 continue
             detects = sorted(d for r in rs for d in r["detect_ms"])
             named = [r["culprit"] for r in rs if r["culprit"] is not None]
+            untold = sum(c == "cannot tell" for c in named)
             rows.append({"fault": fault, "backend": backend, "trials": len(rs),
                          "ok": sum(r["outcome"] == "ok" for r in rs),
                          "hang": sum(r["outcome"] == "hang" for r in rs),
                          "crashed": sum(r["outcome"] == "rank crashed" for r in rs),
                          "failed": sum(r["outcome"] == "failed checks" for r in rs),
-                         "culprit": f"{sum(named)}/{len(named)}" if named else "n/a",
+                         "culprit": (f"{sum(c is True for c in named)}/{len(named)}"
+                                     + (f" ({untold} cannot tell)" if untold else "")) if named else "n/a",
                          "median_ms": detects[len(detects) // 2] if detects else None,
                          "worst_ms": detects[-1] if detects else None})
     return rows
@@ -249,7 +260,8 @@ def markdown(results, command, seconds):
              "SIGCONT after the timeout) or has a socket shut down, before, inside or between ops. A trial is "
              "ok when every survivor failed within timeout + 1 s or finished correctly, the survivors "
              "reconfigured and ran a correct all_reduce, no survivor holds more descriptors than at its "
-             "start and /dev/shm holds no new segment. Detection: from the fault to the survivor's error.",
+             "start and /dev/shm holds no new segment. braze-fr must name the victim (kill, stop) or say it cannot tell; "
+             "naming another rank fails the trial. Detection: from the fault to the survivor's error.",
              "", "| fault | backend | trials | ok | hang | rank crashed | failed checks | braze-fr named the "
              "victim | detection median (ms) | detection worst (ms) |", "|" + " --- |" * 10]
     for r in rows:
@@ -271,6 +283,8 @@ def main():
     parser.add_argument("--results", default=os.path.join(HERE, "..", "RESULTS.md"))
     parser.add_argument("--log", default=os.path.join(HERE, "faults.jsonl"),
                         help="one JSON line per trial, written as the campaign goes")
+    parser.add_argument("--keep-failed", metavar="DIR",
+                        help="keep the flight-recorder dumps of trials that fail a check under DIR")
     parser.add_argument("--from-log", action="store_true",
                         help="only render the results section from --log (e.g. of a campaign cut short)")
     args = parser.parse_args()
@@ -281,12 +295,14 @@ def main():
         write_section(args.results, markdown(logged, command, sum(r["seconds"] for r in logged)), SECTION)
         return
     os.environ.setdefault("BRAZE_COMM_SECRET", secrets.token_hex(32))
+    if args.keep_failed:
+        os.makedirs(args.keep_failed, exist_ok=True)
     rng = random.Random(args.seed)
     results, start = [], time.monotonic()
     with open(args.log, "w") as log:
         for t in range(args.trials):
             began = time.monotonic()
-            r = run_trial(random_plan(rng))
+            r = run_trial(random_plan(rng), args.keep_failed)
             r["seconds"] = time.monotonic() - began
             results.append(r)
             log.write(json.dumps(r) + "\n")

@@ -68,11 +68,14 @@ def soak_rank(comm, rank, world, seconds, seed):
         if problem:
             wrong.append(f"op {ops} ({op}, {n} x {dtype}): {problem}")
         ops += 1
+        now = time.monotonic()
+        # Right after a reconfigure: the transport's scratch buffers (up to
+        # 8 MB each, sized by the largest op since) were just freed, so the
+        # sample sees what persists, not which sizes ran lately.
+        if op == "reconfigure" and now >= next_sample:
+            samples.append((now - start, rss_kb(), faults.fd_count()))
+            next_sample = now + SAMPLE_EVERY_S
         if ops % 20 == 0:
-            now = time.monotonic()
-            if now >= next_sample:
-                samples.append((now - start, rss_kb(), faults.fd_count()))
-                next_sample = now + SAMPLE_EVERY_S
             go[0] = int(rank != 0 or now - start < seconds)
             comm.broadcast(go, 0)  # rank 0's clock decides when every rank stops
     win.close()
@@ -123,7 +126,8 @@ def markdown(rows, command):
     lines = ["## Communication: soak", "",
              "4 ranks, a random mix of every collective, send/recv, uneven all_to_all, window puts and an "
              "occasional reconfigure, 1 to 1M elements of float32/float16/int32/int64, every result checked; "
-             f"after a warm-up at the largest size, resident memory and descriptors sampled every {SAMPLE_EVERY_S:.0f} s "
+             "after a warm-up at the largest size, resident memory and descriptors sampled right after a "
+             f"reconfigure (the transport's scratch buffers just freed), at most every {SAMPLE_EVERY_S:.0f} s "
              f"(flat: the lowest RSS of the second half within {RSS_SLACK_KB >> 10} MB of the lowest of the first "
              "half, one descriptor count). Command:", "",
              f"    {command}", "",

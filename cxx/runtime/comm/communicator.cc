@@ -10,9 +10,6 @@ namespace {
 // The watchdog steps in only when a transport fails to honour its own
 // deadline (it should never need to): this long after it.
 constexpr double kWatchdogGraceSeconds = 2.0;
-// A rank that runs again this long after its op's deadline was not running
-// (stopped, or starved of CPU): longer than the watchdog's grace plus a poll.
-constexpr double kStalledSeconds = 2.5;
 
 bool IsP2p(braze_op_kind_t op) { return op == BRAZE_OP_SEND || op == BRAZE_OP_RECV; }
 }  // namespace
@@ -243,7 +240,7 @@ void Communicator::Execute(const std::shared_ptr<Work>& work) {
   // A rank that comes back long after its op's deadline is the one its
   // peers gave up on, whatever it finds now (their closed connections, its
   // own timeout): it names itself, so the flight recorders agree on it.
-  double late = std::chrono::duration<double>(Clock::now() - work->ctx.deadline).count();
+  double late = SecondsPast(work->ctx.deadline);
   if ((status.code == BRAZE_TIMEOUT || status.code == BRAZE_RANK_FAILED) && late > kStalledSeconds)
     status = Error(BRAZE_TIMEOUT, work->ctx.label + ": this rank stalled: it ran again " + std::to_string(late) +
                                       " s after the op's deadline (stopped, or starved of CPU), so its peers gave "
@@ -306,7 +303,7 @@ void Communicator::EnterAborted(const std::string& reason, const braze_op_info_t
   }
   for (auto& work : pending)
     Finish(work, Error(BRAZE_ABORTED, work->ctx.label + ": communicator aborted (" + reason + ")"));
-  DumpOnFailure(reason, missing);
+  DumpOnFailure(reason, missing, failed_op ? UnixNow() - failed_op->duration : 0);
   braze_op_info_t info{};
   if (failed_op) {
     info = *failed_op;
@@ -319,9 +316,9 @@ void Communicator::EnterAborted(const std::string& reason, const braze_op_info_t
   RunHooks(BRAZE_HOOK_ABORT, info);
 }
 
-void Communicator::DumpOnFailure(const std::string& reason, const std::vector<int32_t>& missing) {
+void Communicator::DumpOnFailure(const std::string& reason, const std::vector<int32_t>& missing, double since) {
   if (dump_dir_.empty()) return;
-  FlightMeta meta{rank_, world_, generation_, backend_, prefix_, reason, missing};
+  FlightMeta meta{rank_, world_, generation_, backend_, prefix_, reason, missing, since};
   // Atomically: a rank killed while dumping leaves no half-written file.
   (void)WriteFileAtomically(dump_dir_ + "/braze_fr_g" + std::to_string(generation_) + "_rank" +
                                 std::to_string(rank_) + ".json",
@@ -381,6 +378,10 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
                                              "' was already used by this communicator; every reconfigure "
                                              "needs a fresh one");
   int new_rank = (int)(me - members.begin()), new_world = (int)members.size();
+  const double started = UnixNow();
+  // The members meet by this deadline. A rank that gets past it by far was
+  // not running meanwhile (stopped, or starved of CPU), and the others gave up on it.
+  const auto members_deadline = DeadlineAfter(timeout_);
   if (!aborted_.load()) Abort("reconfigure to " + FormatRanks(members));
   {
     // The running op, if any, fails promptly because the transport is aborted.
@@ -395,7 +396,8 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
   BRAZE_RETURN_IF_ERROR(store_->Set(prefix + "/members/" + std::to_string(new_rank), mine));
   for (int j = 0; j < new_world; ++j) {
     std::string theirs;
-    Status s = store_->Get(prefix + "/members/" + std::to_string(j), timeout_, &theirs);
+    double left = std::max(std::chrono::duration<double>(members_deadline - Clock::now()).count(), 0.001);
+    Status s = store_->Get(prefix + "/members/" + std::to_string(j), left, &theirs);
     if (!s.ok()) {
       // A member that died after the failure that led here: name it, and
       // leave a dump that says so (braze-fr reads the missing ranks).
@@ -403,7 +405,7 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
                   (members[j] >= 0 ? "rank " + std::to_string(members[j]) : "the newcomer") +
                   " never arrived: " + s.message;
       if (members[j] >= 0) s.missing_ranks = {members[j]};
-      DumpOnFailure(s.message, s.missing_ranks);
+      DumpOnFailure(s.message, s.missing_ranks, started);
       return s;
     }
     bool newcomer = members[j] == -1 && theirs == "join";
@@ -411,14 +413,20 @@ Status Communicator::Reconfigure(const std::string& uuid, const std::vector<int3
       return Error(BRAZE_MISMATCH, "reconfigure " + uuid + ": rank " + std::to_string(j) + " proposes members " +
                                        theirs + " but this rank proposes " + mine);
   }
+  double late = SecondsPast(members_deadline);
+  Status s = late > kStalledSeconds
+                 ? Error(BRAZE_TIMEOUT, "this rank stalled: it ran again " + std::to_string(late) +
+                                            " s after the deadline for the members to meet (stopped, or starved of "
+                                            "CPU), so its peers gave up on it", {new_rank})
+                 : Status::Ok();
   std::unique_ptr<Transport> transport;
   TransportConfig config{new_rank, new_world, store_, prefix, timeout_};
-  Status s = FindTransport(backend_)(config, &transport);
+  if (s.ok()) s = FindTransport(backend_)(config, &transport);
   if (!s.ok()) {
     // The transport names new ranks; the dump and the caller speak old ones.
     for (int32_t& r : s.missing_ranks) r = r >= 0 && r < new_world ? members[r] : r;
     s.message = "reconfigure " + uuid + ": " + s.message;
-    DumpOnFailure(s.message, s.missing_ranks);
+    DumpOnFailure(s.message, s.missing_ranks, started);
     return s;
   }
   std::lock_guard<std::mutex> lock(mu_);

@@ -64,7 +64,8 @@ class Communicator {
   void EnterAborted(const std::string& reason, const braze_op_info_t* failed_op,
                     const std::vector<int32_t>& missing);
   // Writes the flight recorder under dump_dir (if set) for a failure.
-  void DumpOnFailure(const std::string& reason, const std::vector<int32_t>& missing);
+  // `since`: Unix time the failed op or reconfigure started (0: unknown).
+  void DumpOnFailure(const std::string& reason, const std::vector<int32_t>& missing, double since);
   void RunHooks(braze_hook_kind_t kind, const braze_op_info_t& info);
   braze_op_info_t InfoOf(const Work& work, double duration, const Status& status) const;
 

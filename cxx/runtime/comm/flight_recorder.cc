@@ -87,6 +87,7 @@ std::string FlightRecorder::ToJson(const FlightMeta& meta) {
   out += "  \"reason\": " + Quote(meta.reason) + ",\n";
   out += "  \"dumped_at\": " + Num(UnixNow()) + ",\n";
   out += "  \"missing_ranks\": " + FormatRanks(meta.missing_ranks) + ",\n";
+  out += "  \"failed_since\": " + Num(meta.failed_since) + ",\n";
   out += "  \"entries\": [";
   // Oldest first: walk the ring starting after the newest entry.
   bool first = true;

@@ -30,6 +30,10 @@ struct FlightMeta {
   int rank = 0, world_size = 0, generation = 0;
   std::string backend, group, reason;
   std::vector<int32_t> missing_ranks;
+  // Unix time the op or reconfigure that failed started (0: none or unknown):
+  // braze-fr tells a rank that was still waiting when the others gave up from
+  // one that began its wait after they had (and so blames them in hindsight).
+  double failed_since = 0;
 };
 
 class FlightRecorder {

@@ -85,6 +85,70 @@ Status TransportBase::Run(const OpContext& ctx) {
   return Error(BRAZE_INVALID_ARGUMENT, ctx.label + ": unknown op");
 }
 
+namespace {
+std::string SetupFailedKey(const TransportConfig& config) { return config.prefix + "/setup_failed"; }
+}  // namespace
+
+// The record: "<rank> <status code> <blamed ranks, comma-separated, or ->",
+// a newline, then the message.
+void ReportSetupFailure(const TransportConfig& config, const Status& why) {
+  if (!PeerSetupFailure(config).ok()) return;  // this rank failed because of that report
+  std::string blamed;
+  for (int32_t r : why.missing_ranks) blamed += (blamed.empty() ? "" : ",") + std::to_string(r);
+  std::string record = std::to_string(config.rank) + " " + std::to_string((int)why.code) + " " +
+                       (blamed.empty() ? "-" : blamed) + "\n" + why.message;
+  (void)config.store->Set(SetupFailedKey(config), record);  // best effort: the peers still time out
+}
+
+Status PeerSetupFailure(const TransportConfig& config) {
+  std::string record;
+  if (!config.store->Get(SetupFailedKey(config), 0.001, &record).ok()) return Status::Ok();
+  // Parsed defensively: a malformed record still fails the setup, naming nobody.
+  size_t newline = record.find('\n');
+  std::string message = newline == std::string::npos ? "" : record.substr(newline + 1);
+  std::vector<std::string> fields;
+  for (size_t at = 0; fields.size() < 3;) {
+    size_t end = std::min(record.find_first_of(" \n", at), newline);
+    fields.push_back(record.substr(at, end - at));
+    if (end >= newline) break;
+    at = end + 1;
+  }
+  int64_t rank = -1, code = -1;
+  std::vector<int32_t> blamed;
+  if (fields.size() == 3 && ParseCounter(fields[0], &rank) && rank >= 0 && rank < config.world &&
+      ParseCounter(fields[1], &code)) {
+    for (size_t at = 0; fields[2] != "-" && at <= fields[2].size();) {
+      size_t comma = std::min(fields[2].find(',', at), fields[2].size());
+      int64_t r = -1;
+      if (ParseCounter(fields[2].substr(at, comma - at), &r) && r >= 0 && r < config.world)
+        blamed.push_back((int32_t)r);
+      at = comma + 1;
+    }
+  } else {
+    rank = -1;
+  }
+  // The peers blame whom the reporter blamed. One that blamed nobody is the
+  // one that left when its own part failed (it could not bind, map, ...),
+  // but not when it merely timed out waiting.
+  bool waited = code == BRAZE_TIMEOUT || code == BRAZE_RANK_FAILED;
+  if (rank >= 0 && blamed.empty() && !waited) blamed = {(int32_t)rank};
+  return Error(waited ? (braze_status_code_t)code : BRAZE_RANK_FAILED,
+               (rank >= 0 ? "rank " + std::to_string(rank) : std::string("a rank")) +
+                   " gave up on the group's setup (" + message + ")",
+               blamed);
+}
+
+Status CheckSetupFinished(const TransportConfig& config, Status init) {
+  double late = SecondsPast(config.deadline);
+  if (late > kStalledSeconds)
+    return Error(BRAZE_TIMEOUT, "this rank stalled in the group's setup: it ran again " + std::to_string(late) +
+                                    " s after the setup's deadline (stopped, or starved of CPU), so its peers "
+                                    "gave up on it" + (init.ok() ? "" : " (" + init.message + ")"),
+                 {(int32_t)config.rank});
+  if (!init.ok()) return init;
+  return PeerSetupFailure(config);  // all or nothing: a peer gave up just as this rank finished
+}
+
 TransportFactory FindTransport(const std::string& backend) {
   if (backend == "shm") return CreateShmTransport;
   if (backend == "tcp") return CreateTcpTransport;

@@ -32,6 +32,7 @@ constexpr size_t kSmallAllReduce = 64 << 10;  // one-shot below this many bytes
 struct alignas(64) RankControl {
   WaitWord arrive;  // barrier generation this rank reached
   int32_t pid = 0;
+  std::atomic<uint32_t> aborted;  // set by Abort(): this rank takes part in nothing more
   OpHeader header[2];  // by parity of the op's first step
   uint64_t in_splits[2][kMaxRanks];
   uint64_t out_splits[2][kMaxRanks];
@@ -113,10 +114,10 @@ class ShmTransport final : public TransportBase {
       p2p_bytes_ = layout.p2p_bytes;
     } else {
       std::string meta;
-      Status s = cfg_.store->Get(key, cfg_.timeout, &meta);
+      Status s = cfg_.store->GetOrGiveUp(key, cfg_.SecondsLeft(), SetupGiveUp(cfg_), &meta);
       if (!s.ok()) {
         s.message = "shm backend: waiting for rank 0's segment: " + s.message;
-        s.missing_ranks = {0};
+        if (s.missing_ranks.empty()) s.missing_ranks = {0};  // else a peer's report names whom to blame
         return s;
       }
       char name[256];
@@ -136,11 +137,19 @@ class ShmTransport final : public TransportBase {
     p2p_ = segment_.data() + layout.p2p_off;
     ranks_[cfg_.rank].pid = getpid();
     // Once every rank has mapped it, the name can go: nothing leaks on a crash.
-    Status s = cfg_.store->Barrier(cfg_.prefix + "/shm/mapped", cfg_.rank, cfg_.world, cfg_.timeout);
+    Status s = cfg_.store->Barrier(cfg_.prefix + "/shm/mapped", cfg_.rank, cfg_.world, cfg_.SecondsLeft(),
+                                   SetupGiveUp(cfg_));
     segment_.Unlink();
     return s;
   }
 
+
+  // The peers that wait for this rank learn at once (not at their timeout)
+  // that it will not come: they poll the flag with its liveness.
+  void Abort() override {
+    TransportBase::Abort();
+    if (ranks_) ranks_[cfg_.rank].aborted.store(1, std::memory_order_release);
+  }
 
  private:
   Status RunBarrier(const OpContext& ctx) override { return Step(ctx, true, nullptr); }
@@ -181,12 +190,15 @@ class ShmTransport final : public TransportBase {
                      missing);
       if (now - last_liveness > std::chrono::milliseconds(5)) {
         last_liveness = now;
-        for (int32_t r : missing)
+        for (int32_t r : missing) {
+          if (ranks_[r].aborted.load(std::memory_order_acquire))
+            return Error(BRAZE_RANK_FAILED, ctx.label + ": rank " + std::to_string(r) + " aborted", {r});
           if (!ProcessAlive(ranks_[r].pid))
             return Error(BRAZE_RANK_FAILED,
                          ctx.label + ": rank " + std::to_string(r) + " (pid " +
                              std::to_string(ranks_[r].pid) + ") died",
                          {r});
+        }
       }
       SleepOn(word, observed, 1000);
     }

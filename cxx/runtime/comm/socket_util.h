@@ -3,6 +3,7 @@
 // blocks forever.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -20,6 +21,18 @@ inline Clock::time_point DeadlineAfter(double seconds) {
 inline int MillisLeft(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return left < 0 ? 0 : (left > 1000000 ? 1000000 : (int)left);
+}
+
+// Runs attempt(slice_deadline) in slices of at most `slice` seconds until it
+// returns anything but BRAZE_TIMEOUT or `deadline` passes; between slices
+// check()'s error (a peer's report that it left, say) ends the wait early.
+template <typename Attempt, typename Check>
+Status InSlices(Clock::time_point deadline, double slice, Attempt attempt, Check check) {
+  for (;;) {
+    Status s = attempt(std::min(deadline, DeadlineAfter(slice)));
+    if (s.code != BRAZE_TIMEOUT || Clock::now() >= deadline) return s;
+    BRAZE_RETURN_IF_ERROR(check());
+  }
 }
 
 // Listens on host:port (port 0 picks one); returns the fd and the bound port.

@@ -1,5 +1,6 @@
 #include "store.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -23,20 +24,37 @@ std::string DataAddress(Store& store) {
   return configured && *configured ? configured : store.HostAddress();
 }
 
-Status Store::Barrier(const std::string& key, int rank, int world, double timeout) {
-  BRAZE_RETURN_IF_ERROR(Set(key + "/" + std::to_string(rank), "1"));  // names the arrivals
+Status Store::GetOrGiveUp(const std::string& key, double timeout, const GiveUp& give_up, std::string* value) {
+  if (!give_up) return Get(key, timeout, value);
+  Status s = InSlices(DeadlineAfter(timeout), kGiveUpPollSeconds, [&](Clock::time_point until) {
+    // Never 0: a store reads a timeout of 0 as "no limit".
+    return Get(key, std::max(std::chrono::duration<double>(until - Clock::now()).count(), 0.001), value);
+  }, give_up);
+  if (s.code == BRAZE_TIMEOUT)  // the slice's message gives the slice's length
+    s.message = "store: waiting for key '" + key + "' timed out after " + std::to_string(timeout) + " s";
+  return s;
+}
+
+Status Store::Barrier(const std::string& key, int rank, int world, double timeout, const GiveUp& give_up) {
   int64_t arrived = 0;
   BRAZE_RETURN_IF_ERROR(Add(key + "/count", 1, &arrived));
+  // Then this rank's arrival and its place: a rank that stopped after
+  // counting itself is named as surely as one that never came.
+  BRAZE_RETURN_IF_ERROR(Set(key + "/" + std::to_string(rank), std::to_string(arrived)));
   if (arrived == world) return Set(key + "/done", "1");
   std::string ignored;
-  Status s = Get(key + "/done", timeout, &ignored);
+  Status s = GetOrGiveUp(key + "/done", timeout, give_up, &ignored);
   if (s.code != BRAZE_TIMEOUT) return s;
-  // Who never came (died, or hangs): a short look for each one's key.
+  // Who is missing (died, or hangs): a short look for each one's key. One
+  // that came last but never published "done" is missing too.
   s.missing_ranks.clear();
-  for (int j = 0; j < world; ++j)
-    if (!Get(key + "/" + std::to_string(j), 0.001, &ignored).ok()) s.missing_ranks.push_back(j);
+  for (int j = 0; j < world; ++j) {
+    std::string place;
+    if (!Get(key + "/" + std::to_string(j), 0.001, &place).ok() || place == std::to_string(world))
+      s.missing_ranks.push_back(j);
+  }
   s.message = "store barrier '" + key + "' timed out after " + std::to_string(timeout) + " s: ranks " +
-              FormatRanks(s.missing_ranks) + " never arrived";
+              FormatRanks(s.missing_ranks) + " never arrived or stopped inside it";
   return s;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,10 +28,17 @@ class Store {
   // none was configured: the handshake still runs, with an empty key).
   const std::string& secret() const { return secret_; }
 
+  // A check a long wait runs every kGiveUpPollSeconds: its error ends the
+  // wait (a peer reported that it has left what this rank waits for).
+  using GiveUp = std::function<Status()>;
+  static constexpr double kGiveUpPollSeconds = 0.05;
+  // Get that also ends with give_up's first error.
+  Status GetOrGiveUp(const std::string& key, double timeout, const GiveUp& give_up, std::string* value);
+
   // Every one of `world` participants (0 .. world-1; this is `rank`) calls
   // this with the same key; returns once all have. The last arrival publishes
   // a "done" key the others wait on; a timeout names who never arrived.
-  Status Barrier(const std::string& key, int rank, int world, double timeout);
+  Status Barrier(const std::string& key, int rank, int world, double timeout, const GiveUp& give_up = nullptr);
 
  protected:
   std::string secret_;

@@ -63,6 +63,10 @@ class TcpTransport final : public TransportBase {
     aborted_.store(true);
     uint64_t one = 1;
     (void)!write(abort_fd_, &one, 8);
+    // The peers that wait for this rank see its connections end at once
+    // (after the data already sent), not at their timeout.
+    for (int fd : fds_)
+      if (fd >= 0) shutdown(fd, SHUT_RDWR);
   }
 
 
@@ -76,23 +80,26 @@ class TcpTransport final : public TransportBase {
   // Lower ranks accept, higher ranks connect. Every connection first passes
   // the secret handshake, then a hello carries the connector's rank.
   Status Connect(int listen_fd, const std::string& my_address) {
-    auto deadline = DeadlineAfter(cfg_.timeout);
+    auto deadline = cfg_.deadline;
     const std::string& secret = cfg_.store->secret();
     BRAZE_RETURN_IF_ERROR(cfg_.store->Set(cfg_.prefix + "/tcp/" + std::to_string(me()), my_address));
     for (int j = 0; j < me(); ++j) {
       Status s = ConnectTo(j, secret, deadline);
       if (!s.ok()) {
-        s.missing_ranks = {j};
+        if (s.missing_ranks.empty()) s.missing_ranks = {j};  // else a peer's report names whom to blame
         return s;
       }
     }
     for (int accepted = 0; accepted < n() - me() - 1;) {
       int fd = -1;
-      Status s = Accept(listen_fd, deadline, &fd);
+      Status s = InSlices(deadline, Store::kGiveUpPollSeconds,
+                          [&](Clock::time_point until) { return Accept(listen_fd, until, &fd); },
+                          SetupGiveUp(cfg_));
       if (!s.ok()) {
         s.message = "tcp backend: waiting for higher ranks to connect: " + s.message;
-        for (int k = me() + 1; k < n(); ++k)
-          if (fds_[k] < 0) s.missing_ranks.push_back(k);
+        if (s.missing_ranks.empty())  // else a peer's report names whom to blame
+          for (int k = me() + 1; k < n(); ++k)
+            if (fds_[k] < 0) s.missing_ranks.push_back(k);
         return s;
       }
       std::string why = AdmitPeer(fd, deadline);
@@ -109,14 +116,17 @@ class TcpTransport final : public TransportBase {
   // Connects to lower rank j: its address from the store, the handshake, the hello.
   Status ConnectTo(int j, const std::string& secret, Clock::time_point deadline) {
     std::string addr;
-    BRAZE_RETURN_IF_ERROR(cfg_.store->Get(cfg_.prefix + "/tcp/" + std::to_string(j), cfg_.timeout, &addr));
+    BRAZE_RETURN_IF_ERROR(
+        cfg_.store->GetOrGiveUp(cfg_.prefix + "/tcp/" + std::to_string(j), cfg_.SecondsLeft(), SetupGiveUp(cfg_), &addr));
     size_t colon = addr.rfind(':');
     int64_t peer_port = 0;
     if (colon == std::string::npos || !ParseCounter(addr.substr(colon + 1), &peer_port) || peer_port <= 0 ||
         peer_port > 65535)
       return Error(BRAZE_INTERNAL, "tcp backend: bad address record '" + addr + "' for rank " + std::to_string(j));
     std::string peer = "rank " + std::to_string(j) + " at " + addr;
-    BRAZE_RETURN_IF_ERROR(braze::comm::Connect(addr.substr(0, colon), (int)peer_port, deadline, &fds_[j]));
+    BRAZE_RETURN_IF_ERROR(InSlices(deadline, Store::kGiveUpPollSeconds, [&](Clock::time_point until) {
+      return braze::comm::Connect(addr.substr(0, colon), (int)peer_port, until, &fds_[j]);
+    }, SetupGiveUp(cfg_)));
     BRAZE_RETURN_IF_ERROR(AuthenticateConnected(fds_[j], secret, deadline, peer));
     int32_t hello = me();
     return SendAll(fds_[j], &hello, 4, deadline);

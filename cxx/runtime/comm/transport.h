@@ -51,7 +51,21 @@ struct TransportConfig {
   std::shared_ptr<Store> store;
   std::string prefix;  // store namespace of this group generation
   double timeout = 30.0;
+  // The setup's deadline (MakeTransport sets it: timeout from the start);
+  // every wait of Init() ends by it.
+  Clock::time_point deadline;
+  double SecondsLeft() const {  // for store waits; never 0, which a store reads as "no limit"
+    return std::max(std::chrono::duration<double>(deadline - Clock::now()).count(), 0.001);
+  }
 };
+
+// A rank that runs again this long after a deadline it was bound by was not
+// running (stopped, or starved of CPU): longer than the watchdog's grace
+// plus a poll. Its peers have given up on it.
+constexpr double kStalledSeconds = 2.5;
+inline double SecondsPast(Clock::time_point deadline) {
+  return std::chrono::duration<double>(Clock::now() - deadline).count();
+}
 
 class Transport {
  public:
@@ -98,11 +112,35 @@ class TransportBase : public Transport {
   std::vector<int32_t> missing_;
 };
 
-// Constructs T(config) and runs its Init().
+// A group's setup is all or nothing. A rank whose part of it fails posts why
+// under "<prefix>/setup_failed" (MakeTransport does), and every wait of the
+// setup on its peers (store keys, store barriers, accepting and connecting)
+// polls that key and gives up as soon as it appears, instead of waiting out
+// its timeout for a rank that has already left -- by when a retry that rank
+// started at once has given up on it in turn.
+void ReportSetupFailure(const TransportConfig& config, const Status& why);
+// The failure a peer of this setup reported, naming the ranks it blamed (or
+// itself, when it blamed nobody and did not time out), or OK when none has.
+Status PeerSetupFailure(const TransportConfig& config);
+inline Store::GiveUp SetupGiveUp(const TransportConfig& config) {
+  return [&config] { return PeerSetupFailure(config); };
+}
+
+// After Init(): a rank that stalled past the setup's deadline names itself
+// (its peers gave up on it, whatever it found), and one that finished while
+// a peer had given up fails too.
+Status CheckSetupFinished(const TransportConfig& config, Status init);
+
+// Constructs T(config) and runs its Init(); reports a failure to the peers.
 template <typename T>
-Status MakeTransport(const TransportConfig& config, std::unique_ptr<Transport>* out) {
+Status MakeTransport(TransportConfig config, std::unique_ptr<Transport>* out) {
+  config.deadline = DeadlineAfter(config.timeout);
   auto t = std::make_unique<T>(config);
-  BRAZE_RETURN_IF_ERROR(t->Init());
+  Status s = CheckSetupFinished(config, t->Init());
+  if (!s.ok()) {
+    ReportSetupFailure(config, s);
+    return s;
+  }
   *out = std::move(t);
   return Status::Ok();
 }

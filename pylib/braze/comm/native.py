@@ -86,7 +86,7 @@ class NativeComm(Comm):
         return NativeWork(work) if async_op else None
 
     def all_reduce(self, t, op="sum", async_op=False):
-        if type(t) is np.ndarray and not async_op and not self._record_stack:  # the small-message path
+        if not async_op and not self._record_stack:  # the small-message path (numpy arrays, torch CPU tensors)
             code = _REDUCE_CODES.get(op)
             if code is not None and self._native.run_in_place(_OP_ALL_REDUCE, t, code, 0):
                 return None
@@ -108,7 +108,7 @@ class NativeComm(Comm):
                             reduce_op=_reduce_code("reduce_scatter", op), src=src, dst=dst)
 
     def broadcast(self, t, root, async_op=False):
-        if type(t) is np.ndarray and not async_op and not self._record_stack and type(root) is int:
+        if not async_op and not self._record_stack and type(root) is int:
             if self._native.run_in_place(_OP_BROADCAST, t, 0, root):
                 return None
         buf = _tensors.as_buffer(t, "broadcast", writable=True)

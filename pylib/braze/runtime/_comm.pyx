@@ -6,7 +6,7 @@ Python objects (dtype, contiguity, sizes) and keeps them alive while an op is
 in flight. Blocking calls release the GIL, so the runtime's worker thread can
 run Python hooks meanwhile.
 """
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 from cpython.buffer cimport PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
@@ -14,6 +14,7 @@ from cpython.ref cimport PyObject
 
 cimport braze.runtime._comm_api as capi
 
+import sys
 import traceback
 
 from braze.comm import errors as _errors
@@ -121,6 +122,23 @@ cdef int _dtype_code(const Py_buffer* view) noexcept:
     if (f[0] == b'l' or f[0] == b'q') and view.itemsize == 8:
         return 4  # int64
     return -1
+
+
+# torch.Tensor and its dtypes' codes, once torch has been imported (braze.comm
+# does not import it): torch tensors have no buffer protocol.
+cdef object _torch_tensor = None
+cdef dict _torch_codes = None
+
+
+cdef bint _is_torch_tensor(object obj):
+    global _torch_tensor, _torch_codes
+    if _torch_tensor is None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return False
+        _torch_codes = {getattr(torch, name): code for code, name in enumerate(_DTYPE_NAMES)}
+        _torch_tensor = torch.Tensor
+    return type(obj) is _torch_tensor
 
 
 def rejected_connections():
@@ -238,34 +256,54 @@ cdef class NativeComm:
 
     def run_in_place(self, int op, object buf, int reduce_op, int peer):
         """A synchronous in-place op (all_reduce, broadcast) on an object with
-        the buffer protocol (numpy arrays): one native call, no Python objects
-        made. Returns False, having done nothing, when `buf` is not a writable
-        C-contiguous buffer of a supported dtype; the caller then takes the
-        checked path, which explains what is wrong."""
+        the buffer protocol (numpy arrays) or on a torch CPU tensor: one native
+        call, no Python objects kept (a tensor's address and size pass as two
+        transient ints). Returns False, having done nothing, when `buf` is not
+        a writable contiguous CPU buffer of a supported dtype; the caller then
+        takes the checked path, which explains what is wrong."""
         cdef Py_buffer view
         cdef capi.braze_op_desc_t d
         cdef capi.braze_status_t st
+        cdef int dtype
         if self.handle == NULL:
             raise _errors.CommAborted("the communicator is closed")
+        memset(&d, 0, sizeof(d))
+        d.op = <capi.braze_op_kind_t>op
+        d.reduce_op = <capi.braze_reduce_op_t>reduce_op
+        d.peer = peer
+        if _torch_tensor is not None and type(buf) is _torch_tensor:
+            return self._run_tensor(&d, buf)
         try:
             PyObject_GetBuffer(buf, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
         except (BufferError, TypeError, ValueError):
-            return False
-        cdef int dtype = _dtype_code(&view)
+            # The first torch tensor this process passes meets torch here.
+            return _is_torch_tensor(buf) and self._run_tensor(&d, buf)
+        dtype = _dtype_code(&view)
         if dtype < 0:
             PyBuffer_Release(&view)
             return False
-        memset(&d, 0, sizeof(d))
-        d.op = <capi.braze_op_kind_t>op
         d.dtype = <capi.braze_dtype_t>dtype
-        d.reduce_op = <capi.braze_reduce_op_t>reduce_op
-        d.peer = peer
         d.in_ = view.buf
         d.out = view.buf
         d.in_count = d.out_count = <uint64_t>(view.len // view.itemsize)
         with nogil:
             st = capi.braze_comm_run(self.handle, &d)
         PyBuffer_Release(&view)
+        _check(st)
+        return True
+
+    cdef bint _run_tensor(self, capi.braze_op_desc_t* d, object t) except -1:
+        """run_in_place for a torch.Tensor; False when it is not a contiguous
+        CPU tensor of a supported dtype."""
+        cdef capi.braze_status_t st
+        cdef int dtype = _torch_codes.get(t.dtype, -1)
+        if dtype < 0 or not t.is_cpu or not t.is_contiguous():
+            return False
+        d.dtype = <capi.braze_dtype_t>dtype
+        d.in_ = d.out = <void*><uintptr_t>t.data_ptr()
+        d.in_count = d.out_count = <uint64_t>t.numel()
+        with nogil:
+            st = capi.braze_comm_run(self.handle, d)
         _check(st)
         return True
 

@@ -29,11 +29,24 @@ def load_dumps(paths):
     return dumps
 
 
-# A dump that blames someone this long after the first such dump of its
-# generation comes from a rank that ran again after the others had given up
-# on it (it was stopped or starved): what it blames is hindsight, so it does
-# not vote.
+# A dump that blames someone for a wait that began after the first such dump
+# of its generation comes from a rank that ran again after the others had
+# given up on it (it was stopped or starved): what it blames is hindsight, so
+# it does not vote. A rank that was already waiting then and only reached its
+# own timeout later (its peer had aborted) does vote. Dumps say when the
+# failed wait began ("failed_since"; JITTER_S allows for clocks of different
+# hosts); older ones only when they were written, and then a dump this long
+# after the first is late.
+JITTER_S = 0.5
 LATE_DUMP_S = 2.0
+
+
+def _late(dump, first):
+    if not dump.get("missing_ranks"):
+        return False
+    if dump.get("failed_since"):
+        return dump["failed_since"] - first > JITTER_S
+    return dump.get("dumped_at", 0) - first > LATE_DUMP_S
 
 
 def _signature(entry):
@@ -55,21 +68,26 @@ def analyze(dumps):
     # the others had given up on them: set their dumps aside (as if they had
     # left none) and name them.
     first = min((d.get("dumped_at", 0) for d in dumps.values() if d.get("missing_ranks")), default=0)
-    late = sorted(r for r, d in dumps.items() if d.get("missing_ranks") and d.get("dumped_at", 0) - first > LATE_DUMP_S)
+    late = sorted(r for r, d in dumps.items() if _late(d, first))
     if late:
-        findings.append(("late", late, f"rank(s) {late} failed more than {LATE_DUMP_S:g} s after the others had "
-                                       "given up on them (stopped or starved)"))
+        findings.append(("late", late, f"rank(s) {late} began the wait they failed in after the others had given "
+                                       "up on them (stopped or starved)"))
         dumps = {r: d for r, d in dumps.items() if r not in late}
     absent = [r for r in range(world) if r not in dumps]
     # Whom the dumps blame. When survivors blame each other (one aborted and
     # closed its sockets first), a rank that left no dump is the one; when
-    # every rank dumped (a dying rank can still write one), the majority wins.
+    # every rank dumped (a dying rank can still write one), the majority wins,
+    # and a tie decides nothing: braze-fr says so rather than name a wrong rank.
     votes = collections.Counter(r for d in dumps.values() for r in set(d.get("missing_ranks", [])))
     if absent:
         reported_missing = sorted(set(votes) - set(dumps))
     else:
         top = max(votes.values(), default=0)
         reported_missing = sorted(r for r, v in votes.items() if v == top and top > 0)
+        if len(reported_missing) > 1:
+            findings.append(("unknown", [], f"the dumps blame rank(s) {reported_missing} equally ({top} each): "
+                                            "braze-fr cannot tell which of them failed"))
+            reported_missing = []
     # seq -> rank -> entry, collectives only (p2p ids are per pair).
     by_seq = collections.defaultdict(dict)
     first_seq = {}
@@ -96,9 +114,16 @@ def analyze(dumps):
                                      f"{ranks[majority[0]]['dtype']})"))
             break
     # The first seq that some rank issued and another (alive or dead) never did.
+    # A rank whose last collective failed issued nothing after it (its
+    # communicator was aborted): it did not fail to join the later ones.
+    failed_at = {}
+    for rank in dumps:
+        mine = [s for s in by_seq if rank in by_seq[s]]
+        if mine and by_seq[max(mine)][rank]["state"] == "failed":
+            failed_at[rank] = max(mine)
     all_seqs = sorted(s for s in by_seq if s >= floor)
     for seq in all_seqs:
-        missing = sorted(set(range(world)) - set(by_seq[seq]))
+        missing = sorted(r for r in set(range(world)) - set(by_seq[seq]) if failed_at.get(r, seq) >= seq)
         if missing:
             stuck = sorted(r for r, e in by_seq[seq].items() if e["state"] != "completed")
             findings.append(("never_joined", missing,
@@ -111,7 +136,17 @@ def analyze(dumps):
     if reported_missing:
         findings.append(("reported_missing", reported_missing,
                          f"survivors report rank(s) {reported_missing} as not arrived or failed"))
+    if not findings:
+        failed = sorted(r for r, d in dumps.items() if _failed(d))
+        if failed:
+            findings.append(("unknown", [], f"rank(s) {failed} failed ({dumps[failed[0]]['reason']}), but no dump "
+                                            "names a rank: braze-fr cannot tell which rank failed"))
     return findings
+
+
+def _failed(dump):
+    """Whether the dump reports a failure (not a planned abort or an on-demand dump)."""
+    return dump.get("failed_since", 0) > 0 or any(e["state"] == "failed" for e in dump["entries"])
 
 
 def main(argv=None):
@@ -127,7 +162,10 @@ def main(argv=None):
     else:
         for _, _, text in findings:
             print(text)
-        print(f"suspect rank(s): {culprits}" if culprits else "all ranks agree; nothing diverged")
+        if culprits:
+            print(f"suspect rank(s): {culprits}")
+        elif not findings:
+            print("all ranks agree; nothing diverged")
     return 1 if findings else 0
 
 

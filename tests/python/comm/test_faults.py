@@ -72,3 +72,41 @@ def test_replacement_rank_joins_survivors(backend):
     assert results[0]["joiner"] == [18.0] * 7  # 1 + 2 + 3, then summed over 3 ranks again
     for r in results.values():
         assert r["mine"] == [18.0] * 7 and r["world"] == 3
+
+
+@pytest.mark.parametrize("backend,quitter", [("tcp", 3), ("tcp", 0), ("shm", 0)])
+def test_member_quitting_setup_fails_the_others_promptly(backend, quitter, tmp_path):
+    """A member whose side of a reconfigure fails leaves at once; the others
+    used to wait for it until their own timeout, and a retry started by the
+    quitter right away then gave up on them just as they arrived (the fault
+    campaign's "socket closed during reconfigure" trial). Now they learn of
+    it through the store, fail within a fraction of the timeout naming the
+    quitter, and the retry succeeds on every rank."""
+    world, timeout = 4, 3.0
+    results = run_group(workers.setup_quitter, world, backend, args=(backend, quitter), comm_timeout=timeout,
+                        options={"dump_dir": str(tmp_path)}, deadline=60)
+    for rank, r in results.items():
+        assert r["error"] is not None, (rank, r)
+        assert r["took"] < timeout / 3, (rank, r)
+        assert r["sum"] == [10.0] * 5, (rank, r)
+        if rank != quitter:
+            assert r["error"]["type"] == "CommRankFailed", (rank, r)
+            assert f"rank {quitter} gave up" in r["error"]["message"] and r["error"]["missing"] == [quitter], r
+    out = subprocess.run([sys.executable, "-m", "braze.tools.fr", "--json", str(tmp_path)], capture_output=True,
+                         text=True, timeout=30)
+    assert json.loads(out.stdout)["culprits"] == [quitter], out.stdout
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp"])
+def test_a_peer_that_aborts_fails_collectives_waiting_for_it_at_once(backend):
+    """Rank 1 waits in a collective for rank 0, which has aborted. It used to
+    learn only at its timeout (shm) or when rank 0 tore its transport down
+    (tcp) -- by when a rank 0 that had reconfigured at once had given up on
+    it (the campaign's kill in a send/recv ring on shm: the rank sending to a
+    survivor that failed fast). Now it fails at once, naming rank 0."""
+    timeout = 3.0
+    results = run_group(workers.peer_aborts, 2, backend, comm_timeout=timeout, deadline=60)
+    error = results[1]["error"]
+    assert error["type"] == "CommRankFailed" and error["missing"] == [0], error
+    assert error["after"] < 0.3, error  # rank 0 reconfigures (tcp: closes its sockets) only 0.5 s later
+    assert results[0]["sum"] == results[1]["sum"] == [3.0] * 3, results

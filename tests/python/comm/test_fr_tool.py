@@ -5,9 +5,11 @@ import json
 from braze.tools.fr import analyze, load_dumps
 
 
-def _dump(path, rank, world, dumped_at, missing, entries):
+def _dump(path, rank, world, dumped_at, missing, entries, failed_since=None, reason="test"):
     doc = {"version": 1, "rank": rank, "world_size": world, "pid": 100 + rank, "backend": "tcp", "group": "braze",
-           "generation": 0, "reason": "test", "dumped_at": dumped_at, "missing_ranks": missing, "entries": entries}
+           "generation": 0, "reason": reason, "dumped_at": dumped_at, "missing_ranks": missing, "entries": entries}
+    if failed_since is not None:
+        doc["failed_since"] = failed_since
     (path / f"braze_fr_g0_rank{rank}.json").write_text(json.dumps(doc))
 
 
@@ -36,10 +38,24 @@ def test_a_rank_that_dumps_long_after_the_others_does_not_vote(tmp_path):
     assert _culprits(tmp_path) == [1]  # also not "rank 0 never joined seq 4"
 
 
-def test_simultaneous_dumps_that_blame_each_other_name_both(tmp_path):
+def test_simultaneous_dumps_that_blame_each_other_name_neither(tmp_path):
+    """One of the two is wrong, and nothing tells which: braze-fr says it cannot tell."""
     _dump(tmp_path, 0, 2, 100.0, [1], [_entry(3, "all_reduce", 8)])
     _dump(tmp_path, 1, 2, 100.5, [0], [_entry(3, "all_reduce", 8)])
-    assert _culprits(tmp_path) == [0, 1]
+    findings = analyze(load_dumps([tmp_path]))
+    assert _culprits(tmp_path) == [] and findings[0][0] == "unknown" and "cannot tell" in findings[0][2], findings
+
+
+def test_a_tie_after_a_kill_during_a_tcp_reconfigure_names_nobody(tmp_path):
+    """The campaign (tcp, 3 ranks): rank 0 died in a planned reconfigure
+    after its abort dump (blaming no one); rank 1 lost its handshake with
+    rank 0, rank 2 its handshake with rank 1, which had just given up."""
+    done = [_entry(0, "all_reduce", 8, "completed")]
+    _dump(tmp_path, 0, 3, 100.0, [], done, reason="reconfigure to [0, 1, 2]")
+    _dump(tmp_path, 1, 3, 100.012, [0], done, failed_since=100.001, reason="reconfigure planned-1: authenticating to rank 0")
+    _dump(tmp_path, 2, 3, 100.012, [1], done, failed_since=100.001, reason="reconfigure planned-1: authenticating to rank 1")
+    assert _culprits(tmp_path) == []
+    assert [k for k, _, _ in analyze(load_dumps([tmp_path]))] == ["unknown"]
 
 
 def test_dumps_that_blame_no_one_do_not_start_the_clock(tmp_path):
@@ -56,3 +72,58 @@ def test_an_unreadable_dump_is_skipped(tmp_path, capsys):
     _dump(tmp_path, 0, 2, 100.0, [1], [_entry(0, "all_reduce", 8)])
     assert _culprits(tmp_path) == [1]
     assert "skipping unreadable dump" in capsys.readouterr().err
+
+
+def _p2p(seq, op, peer, state, started):
+    return dict(_entry(seq, op, 1000, state), p2p=True, peer=peer, t_scheduled=started, t_started=started)
+
+
+def test_a_rank_that_waited_out_its_timeout_still_votes(tmp_path):
+    """The campaign's send/recv ring on shm, rank 1 killed: ranks 0 and 2
+    saw it die at once; rank 3 was sending to rank 0, which had aborted, and
+    only timed out 3 s later. It was waiting all along, so it is no stalled
+    rank (braze-fr used to name it with the victim)."""
+    for rank, peer in ((0, 1), (2, 1)):
+        _dump(tmp_path, rank, 4, 100.01, [1], [_p2p(6, "send", peer, "failed", 100.0)], failed_since=100.0)
+    _dump(tmp_path, 3, 4, 103.0, [0], [_p2p(7, "send", 0, "failed", 100.0)], failed_since=100.0)
+    assert _culprits(tmp_path) == [1]
+
+
+def test_a_rank_stalled_before_a_reconfigure_does_not_vote(tmp_path):
+    """Rank 0 was stopped before a planned reconfigure; rank 1 gave up on it
+    there. Rank 0 ran again 7.5 s later and its reconfigure soon found rank 1
+    gone: the wait it blames rank 1 for began after rank 1 had given up,
+    though its dump came less than 2 s after rank 1's."""
+    _dump(tmp_path, 1, 2, 106.0, [0], [_entry(0, "all_reduce", 8, "completed")], failed_since=100.0,
+          reason="reconfigure planned-4: rank 0 never arrived")
+    _dump(tmp_path, 0, 2, 107.9, [1], [_entry(0, "all_reduce", 8, "completed")], failed_since=107.5,
+          reason="reconfigure planned-4: store barrier timed out: ranks [1] never arrived or stopped inside it")
+    findings = analyze(load_dumps([tmp_path]))
+    assert _culprits(tmp_path) == [0] and findings[0][0] == "late", findings
+
+
+def test_failures_that_name_no_rank_are_said_to_be_undecidable(tmp_path):
+    """A kill during a reconfigure on shm left every survivor timed out in the
+    setup with nobody named: braze-fr says it cannot tell, and names nobody."""
+    done = [_entry(0, "all_reduce", 8, "completed")]
+    _dump(tmp_path, 1, 4, 100.0, [], done, reason="reconfigure to [0, 1, 2, 3]")  # the victim, before it died
+    for rank in (0, 2, 3):
+        _dump(tmp_path, rank, 4, 103.0, [], done, failed_since=100.0, reason="reconfigure planned-3: store barrier "
+              "'braze/planned-3/shm/mapped' timed out after 3.000000 s: ranks [] never arrived")
+    findings = analyze(load_dumps([tmp_path]))
+    assert [(k, r) for k, r, _ in findings] == [("unknown", [])], findings
+    assert "cannot tell" in findings[0][2]
+
+
+def test_ranks_that_failed_an_earlier_collective_did_not_fail_to_join_the_next(tmp_path):
+    """The final campaign (tcp, 3 ranks, 2.4 MB ring all_reduce): rank 2 was
+    stopped inside seq 1; rank 1 still finished seq 1 (its part was done) and
+    waited in seq 2, where rank 0, which timed out in seq 1 and aborted,
+    never came. Rank 0 is no culprit for seq 2 (braze-fr named it)."""
+    ok = _entry(0, "all_reduce", 8, "completed")
+    _dump(tmp_path, 0, 3, 103.0, [2], [ok, _entry(1, "all_reduce", 8)], failed_since=100.0)
+    _dump(tmp_path, 1, 3, 103.0, [0], [ok, _entry(1, "all_reduce", 8, "completed"), _entry(2, "all_reduce", 8)],
+          failed_since=100.1)
+    _dump(tmp_path, 2, 3, 108.0, [2], [ok, _entry(1, "all_reduce", 8)], failed_since=100.0,
+          reason="all_reduce (seq 1): this rank stalled")
+    assert _culprits(tmp_path) == [2]

@@ -81,3 +81,38 @@ def test_what_the_fast_path_refuses_gets_the_checked_errors(solo, make, needle):
 def test_big_endian_arrays_are_refused_not_misread(solo):
     with pytest.raises(bc.CommInvalidArgument, match="byte order"):
         solo.all_reduce(np.ones(4, ">f4"))
+
+
+# torch tensors have no buffer protocol: the fast path reads the address and
+# the size through two calls, whose ints are made and freed per call.
+TORCH_INTS_BYTES = 80
+
+
+def test_torch_tensors_take_the_fast_path(solo):
+    import torch
+
+    t = torch.ones(1024)
+    for fn in (lambda: solo.all_reduce(t, op="max"), lambda: solo.broadcast(t, 0)):
+        assert _peak_bytes_during(fn, 1000) <= TORCH_INTS_BYTES
+        assert _peak_bytes_during(fn, 1000) == _peak_bytes_during(fn, 1)  # nothing adds up
+    assert torch.all(t == 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "int64"])
+def test_every_supported_torch_dtype_takes_the_fast_path(solo, dtype):
+    import torch
+
+    t = torch.arange(8).to(getattr(torch, dtype))[2:]  # a contiguous view: its own address
+    assert _peak_bytes_during(lambda: solo.all_reduce(t), 10) <= TORCH_INTS_BYTES
+    assert t.tolist() == list(range(2, 8))
+
+
+@pytest.mark.parametrize("make,needle", [
+    (lambda torch: torch.ones(4, dtype=torch.float64), "unsupported dtype"),
+    (lambda torch: torch.ones(4, 4)[:, 1], "contiguous"),
+])
+def test_what_the_torch_fast_path_refuses_gets_the_checked_errors(solo, make, needle):
+    import torch
+
+    with pytest.raises(bc.CommInvalidArgument, match=needle):
+        solo.all_reduce(make(torch))

@@ -340,3 +340,55 @@ def replace_dead_rank(comm, rank, world, backend):
         out["joiner"] = results.get(timeout=30)
         joiner.join(10)
     return out
+
+
+# One member's transport setup fails at once, for a reason of its own: on tcp
+# it cannot bind its data address, on shm (rank 0 only) its segment layout is
+# refused. Its peers are left waiting for it in the setup.
+SETUP_SPOILERS = {"tcp": ("BRAZE_COMM_ADDR", "192.0.2.1"), "shm": ("BRAZE_SHM_SLOT_BYTES", "1")}
+
+
+def setup_quitter(comm, rank, world, backend, quitter):
+    """`quitter` fails its side of a reconfigure; returns every rank's error
+    and how long it took, then whether an immediate retry works."""
+    import braze.comm as bc
+
+    name, value = SETUP_SPOILERS[backend]
+    if rank == quitter:
+        os.environ[name] = value
+    start = time.monotonic()
+    try:
+        comm.reconfigure("spoiled", list(range(world)))
+        error = None
+    except bc.CommError as exc:
+        error = {"type": type(exc).__name__, "message": str(exc), "missing": exc.missing_ranks}
+    took = time.monotonic() - start
+    os.environ.pop(name, None)
+    comm.reconfigure("retry", list(range(world)))  # at once: the others must not still be waiting
+    t = np.full(5, rank + 1, np.float32)
+    comm.all_reduce(t)
+    return {"error": error, "took": took, "sum": t.tolist()}
+
+
+def peer_aborts(comm, rank, world):
+    """Rank 0 aborts and reconfigures a second later; rank 1 enters a
+    collective half a second after the abort. Returns how rank 1's
+    collective failed and whether the reconfigure that follows works."""
+    import braze.comm as bc
+
+    comm.barrier()
+    error = None
+    if rank == 0:
+        comm.abort("rank 0 saw a failure first")
+        time.sleep(1.0)
+    else:
+        time.sleep(0.5)
+        start = time.monotonic()
+        try:
+            comm.all_reduce(np.ones(4, np.float32))
+        except bc.CommError as exc:
+            error = {"type": type(exc).__name__, "missing": exc.missing_ranks, "after": time.monotonic() - start}
+    comm.reconfigure("after", list(range(world)))
+    t = np.full(3, rank + 1, np.float32)
+    comm.all_reduce(t)
+    return {"error": error, "sum": t.tolist()}
