@@ -77,7 +77,7 @@ def config_space(spec: KernelSpec) -> list[Config]:
     elif spec.strategy == "looped":
         threads = warps * 32
         for xblock, rblock in ((1, threads * 4), (1, threads * 2), (2, threads * 4)):
-            configs += [Config(xblock, rblock, w, stages) for w in neighbours for stages in (2, 1)]
+            configs += [Config(xblock, rblock, w, stages) for w in neighbours[:2] for stages in (2, 1)]
     else:
         raise BrazeError(f"kernel {spec.name}: no Triton launch configurations for strategy {spec.strategy!r}")
     return list(dict.fromkeys(configs))

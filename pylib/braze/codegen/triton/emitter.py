@@ -107,8 +107,18 @@ def _remsi(a, b):
     "_flag_zero_divisor": '''\
 @triton.jit
 def _flag_zero_divisor(failed, divisor, active):
-    hit = (divisor == 0) & active
+    # (`!= 0`: the interpreter holds a scalar & block of int1 as int64 data.)
+    hit = ((divisor == 0) & active) != 0
     tl.store(failed + tl.zeros_like(hit.to(tl.int32)), 1, mask=hit)''',
+    # Spelled in integers so that Triton's interpreter (whose float32 ->
+    # bfloat16 conversion does not round to nearest even) rounds as a GPU does.
+    "_round_bf16": '''\
+@triton.jit
+def _round_bf16(x):
+    # float32 -> the nearest bfloat16 (ties to even), as float32; NaN stays NaN.
+    bits = x.to(tl.uint32, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return tl.where(x != x, x, rounded.to(tl.float32, bitcast=True))''',
     # tl.max and tl.min skip NaN; PyTorch's are NaN when any value is.
     "_max_keep_nan": '''\
 @triton.jit
@@ -193,6 +203,8 @@ class TritonRenderer:
         # Per value: the block axes it spans ("x": parallel, "r": reduction).
         self.axes: dict[ir.Value, frozenset] = {}
         self.helpers: set[str] = set()
+        # bf16 values already rounded (loads, conversions used elsewhere).
+        self.rounded: set[ir.Value] = set()
         self.counter = 0
 
     # -- naming and errors ---------------------------------------------
@@ -271,13 +283,13 @@ class TritonRenderer:
                 self._define(op, lines, "    ")
         stores = a.stages[-1].stores if self.strategy == "looped" and a.stages else []
         if stores:
-            body: list[str] = []
+            body = self._loop_head()
             saved = dict(self.names)
             for op in a.needed_full_ops([s.operation.operands[0] for s in stores], None):
                 self._define(op, body, "        ")
             body += ["        " + self._store(op) for op in stores]
             self.names = saved
-            lines += self._loop(body)
+            lines += body
         signature = f"def {a.name}({', '.join(self.parameters())}):"
         return "\n".join(["@triton.jit", signature] + lines)
 
@@ -296,12 +308,13 @@ class TritonRenderer:
             self.axes[self.a.arguments[d]] = frozenset(axis)
         return lines
 
-    def _loop(self, body: list[str]) -> list[str]:
-        """`body` once per block of RBLOCK reduction points."""
+    def _loop_head(self) -> list[str]:
+        """The head of a loop over blocks of RBLOCK reduction points (it names
+        the reduction indices)."""
         lines = ["    for roffset in range(0, rnumel, RBLOCK):",
                  "        r = roffset + tl.arange(0, RBLOCK)[None, :]",
                  "        rmask = r < rnumel"]
-        return lines + self._decode("r", self.a.reduce, "r", "        ") + body
+        return lines + self._decode("r", self.a.reduce, "r", "        ")
 
     # -- masks ----------------------------------------------------------
     @staticmethod
@@ -357,8 +370,14 @@ class TritonRenderer:
         to = self.type_of(op, target)
         if name == "arith.truncf" and target_name in HALF:
             if _only_stored(op):
-                return value  # the store converts (rounds) it once
-            return f"{value}.to({TYPES[target_name]}).to(tl.float32)"
+                return value  # the store rounds it once
+            if source_name == "f64":
+                value = f"{value}.to(tl.float32)"
+            self.rounded.add(op.operation.results[0])
+            if target_name == "bf16":
+                self.helpers.add("_round_bf16")
+                return f"_round_bf16({value})"
+            return f"{value}.to(tl.float16).to(tl.float32)"
         if source_name == "i1":
             if name in ("arith.extsi", "arith.sitofp"):
                 return f"0 - {value}.to({to})"  # a true i1 is -1 as a signed number
@@ -412,6 +431,7 @@ class TritonRenderer:
         load = f"tl.load(in{number} + {' + '.join(terms) or '0'}{f', mask={mask}' if mask else ''})"
         if type_name(op.operation.results[0].type) in HALF:
             load += ".to(tl.float32)"
+            self.rounded.add(op.operation.results[0])
         return load
 
     # -- stores ---------------------------------------------------------
@@ -424,7 +444,7 @@ class TritonRenderer:
         offset = ""
         for dim, index in enumerate(indices):
             name = self.names[index]
-            if dim and offset:
+            if dim and offset and dims[dim] != "1":
                 offset = f"({offset}) * {dims[dim]}" if " + " in offset else f"{offset} * {dims[dim]}"
             if name != "0":
                 offset = f"{offset} + {name}" if offset else name
@@ -441,7 +461,11 @@ class TritonRenderer:
         mask = self.mask(covered)
         guards = [f"(i{d} == 0)" for d in a.store_guards(op)]
         mask = " & ".join([mask] + guards)
-        return f"tl.store({pointer}, {self.names[value]}, mask={mask})"
+        stored = self.names[value]
+        if type_name(value.type) == "bf16" and value not in self.rounded:
+            self.helpers.add("_round_bf16")
+            stored = f"_round_bf16({stored})"  # the store's own conversion truncates what is left
+        return f"tl.store({pointer}, {stored}, mask={mask})"
 
     # -- reductions -----------------------------------------------------
     def _reduce(self, op, lines: list[str]) -> None:
@@ -454,7 +478,7 @@ class TritonRenderer:
         name = self.fresh()
         full = "[XBLOCK, RBLOCK]"
         saved = dict(self.names)
-        body: list[str] = []
+        body: list[str] = self._loop_head() if self.strategy == "looped" else []
         if self.strategy == "looped":
             for needed in a.needed_full_ops([operand], op):
                 self._define(needed, body, "        ")
@@ -475,7 +499,7 @@ class TritonRenderer:
                             f"(({value} != {value}) & ({name}_v == {name}_v)))")
                 body.append(f"        {name}_v = tl.where(take, {value}, {name}_v)")
                 body.append(f"        {name}_at = tl.where(take, r, {name}_at)")
-                lines += self._loop(body)
+                lines += body
             lines.append(f"    {name} = _argmax({values}, {at}, {lowest}, 1)")
             return
         if element == "i1":
@@ -510,7 +534,7 @@ class TritonRenderer:
             keep_nan = ", propagate_nan=tl.PropagateNan.ALL" if combine.startswith("_") else ""
             function = "maximum" if "max" in combine else "minimum"
             body.append(f"        {name}_acc = tl.{function}({name}_acc, {masked}{keep_nan})")
-        lines += self._loop(body)
+        lines += body
         lines.append(f"    {name} = {reduce.format(f'{name}_acc')}{final}")
 
 
