@@ -36,11 +36,13 @@ the schedule's threads per block, from which the launcher's num_warps come).
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 from mlir import ir
 
-from braze.codegen.analysis import (BINARY, BINARY_MATH, CASTS, DIVIDING, KERNEL_BODY_OPS, UNARY_MATH, WRAPPING,
-                                    KernelAnalysis, type_name)
+from braze.codegen.analysis import (BINARY, BINARY_MATH, CASTS, DIVIDING, KERNEL_BODY_OPS, REDUCTION_KINDS,
+                                    UNARY_MATH, WRAPPING, KernelAnalysis, type_name)
 from braze.errors import BrazeError, format_location
 
 LANGUAGE = "Triton"
@@ -222,10 +224,16 @@ class TritonRenderer:
             raise self.fail(op, f"has no {self.language} type for {name}")
         return "tl.float32" if compute and name in HALF else TYPES[name]
 
+    # The braze.reduce kinds `_reduce` spells.
+    reductions = ("add", "max", "min", "and", "or", "argmax")
+
     @classmethod
     def missing_rules(cls) -> list[str]:
-        """The kernel-body ops this renderer has no spelling for."""
-        spelled = set(FUNCTIONS) | set(TEMPLATES) | set(CASTS)
+        """The kernel-body ops (and reduction kinds) this renderer has no
+        spelling for."""
+        spelled = set(FUNCTIONS) | set(TEMPLATES) | set(CASTS) | {"braze.store"}
+        if set(REDUCTION_KINDS) <= set(cls.reductions):
+            spelled.add("braze.reduce")
         return sorted(name for name in KERNEL_BODY_OPS
                       if name not in spelled and not hasattr(cls, "op_" + name.replace(".", "_")))
 
@@ -246,7 +254,7 @@ class TritonRenderer:
     # -- the kernel -----------------------------------------------------
     def render(self) -> str:
         a = self.a
-        lines = [f"    # {format_location(a.kernel.operation.location)}: domain "
+        lines = [f"    # {_source_lines(a.kernel.operation.location)}: domain "
                  f"[{', '.join('?' if s is None else str(s) for s in a.domain)}]"
                  + (f" reduce {a.reduce}" if a.reduce else "")]
         for dim, size in enumerate(a.domain):
@@ -342,6 +350,9 @@ class TritonRenderer:
             self.helpers.add("_flag_zero_divisor")
             active = self.mask(self.axes[result]) or "True"
             lines.append(f"{indent}_flag_zero_divisor(failed, {self.names[op.operation.operands[1]]}, {active})")
+        if expression in self.names.values():  # a conversion to the type it computes in already
+            self.names[result] = expression
+            return
         variable = self.fresh()
         self.names[result] = variable
         lines.append(f"{indent}{variable} = {expression}")
@@ -378,6 +389,8 @@ class TritonRenderer:
                 self.helpers.add("_round_bf16")
                 return f"_round_bf16({value})"
             return f"{value}.to(tl.float16).to(tl.float32)"
+        if self.type_of(op, source) == to and name in ("arith.extf", "arith.truncf"):
+            return value  # f16/bf16 -> f32 (half values compute in float32 already)
         if source_name == "i1":
             if name in ("arith.extsi", "arith.sitofp"):
                 return f"0 - {value}.to({to})"  # a true i1 is -1 as a signed number
@@ -536,6 +549,14 @@ class TritonRenderer:
             body.append(f"        {name}_acc = tl.{function}({name}_acc, {masked}{keep_nan})")
         lines += body
         lines.append(f"    {name} = {reduce.format(f'{name}_acc')}{final}")
+
+
+def _source_lines(location) -> str:
+    """The file:line:col places of a (fused) location, once each."""
+    places = re.findall(r'"([^"]*)":(\d+):(\d+)', str(location))
+    if not places:
+        return format_location(location)
+    return ", ".join(dict.fromkeys(f"{Path(f).name}:{line}:{col}" for f, line, col in places))
 
 
 def _bits(element: str) -> int:
