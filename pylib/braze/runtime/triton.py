@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import math
 import os
 import sys
@@ -54,11 +55,8 @@ def _numpy_function(function):
         arrays = [a.handle.data if isinstance(a, tl.tensor) else a for a in args]
         with np.errstate(all="ignore"):
             data = np.asarray(function(*arrays)).astype(tensors[0].handle.data.dtype)
-        blocks = [t.type for t in tensors if t.type.is_block()]
-        block = max(blocks, key=lambda b: len(b.shape) and math.prod(b.shape), default=None)
-        type_ = block if block is not None and list(block.shape) == list(data.shape) else (
-            tl.block_type(scalar, list(data.shape)) if blocks else scalar)
-        return tl.tensor(TensorHandle(data, scalar), type_)
+        blocks = any(t.type.is_block() for t in tensors)
+        return tl.tensor(TensorHandle(data, scalar), tl.block_type(scalar, list(data.shape)) if blocks else scalar)
 
     return interpreted
 
@@ -142,13 +140,15 @@ class _TritonKernelCall(KernelCall):
 class TritonKernels:
     """The Triton target's step factory over one loaded module."""
 
-    def __init__(self, module, source: str, tuner: Tuner):
+    def __init__(self, module, tuner: Tuner):
         self.module = module
         self.tuner = tuner
-        self.source_hash = hashlib.sha256(source.encode()).hexdigest()
 
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
-        return _TritonKernelCall(getattr(self.module, spec.name), spec, op, slots, self.tuner, self.source_hash)
+        function = getattr(self.module, spec.name)
+        # The tuning cache's key: the kernel's own text (not its module's).
+        source_hash = hashlib.sha256(inspect.getsource(function.fn).encode()).hexdigest()
+        return _TritonKernelCall(function, spec, op, slots, self.tuner, source_hash)
 
     def launch_call(self, name: str, calls):
         raise BrazeError(f"the Triton target has no launch groups (asked for {name})")

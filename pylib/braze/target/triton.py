@@ -71,7 +71,7 @@ class TritonTarget(Target):
         cache = NativeCache(directory=options.cache_dir, toolchain=TritonToolchain(), salt=options.key())
         module = cache.load(unit.source)
         tuner = Tuner(Path(options.cache_dir) if options.cache_dir else cache_dir(), tune=options.autotune)
-        return Built(TritonKernels(module, unit.source, tuner), cache.source_path(unit.source),
+        return Built(TritonKernels(module, tuner), cache.source_path(unit.source),
                      cache.compilations == 0)
 
     def compiler_missing(self) -> str | None:

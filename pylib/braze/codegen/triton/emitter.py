@@ -183,8 +183,7 @@ class TritonRenderer:
     extension = EXTENSION
 
     def __init__(self, analysis: KernelAnalysis, threads: int = DEFAULT_THREADS):
-        self.a = analysis
-        a = analysis
+        self.a = a = analysis
         self.threads = threads
         schedule = a.kernel.attributes["braze.schedule"] if "braze.schedule" in a.kernel.attributes else None
         if schedule is not None:
@@ -218,11 +217,12 @@ class TritonRenderer:
         return BrazeError(f"{self.language} renderer: '{op.operation.name}' at "
                           f"{format_location(op.operation.location)}: {message}")
 
-    def type_of(self, op, type_: ir.Type, compute: bool = True) -> str:
+    def type_of(self, op, type_: ir.Type) -> str:
+        """The type a value of `type_` computes in."""
         name = type_name(type_)
         if name not in TYPES:
             raise self.fail(op, f"has no {self.language} type for {name}")
-        return "tl.float32" if compute and name in HALF else TYPES[name]
+        return "tl.float32" if name in HALF else TYPES[name]
 
     # The braze.reduce kinds `_reduce` spells.
     reductions = ("add", "max", "min", "and", "or", "argmax")
