@@ -16,13 +16,21 @@ rounded up to a power of two):
   when all fail the error lists each with its message.
 * in Triton's interpreter (no GPU, nothing to time) it takes the
   configuration with the largest blocks, which runs the fewest programs.
+
+In a distributed job every rank must launch the same configuration:
+`share_timings(comm)` (a `braze.comm` communicator) makes every tuner
+all-reduce its timings (the slowest rank's time per configuration; a
+configuration that fails anywhere fails everywhere) before choosing, so all
+ranks choose alike. Attached to a terminal, tuning prints its progress.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,6 +39,14 @@ from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError
 
 CACHE_FOLDER = "triton-tune"
+_shared_with = None  # the communicator tuners share their timings through
+
+
+def share_timings(comm) -> None:
+    """Makes every tuner of this process agree with the other ranks of
+    `comm` (None: tune alone)."""
+    global _shared_with
+    _shared_with = comm
 
 
 @dataclass(frozen=True)
@@ -98,10 +114,11 @@ class Tuner:
     """Chooses launch configurations; `measure(run)` times one (in ms) on a
     GPU, `directory` keeps the winners. Counts its timing runs."""
 
-    def __init__(self, directory: Path, measure=None, tune: bool = True):
+    def __init__(self, directory: Path, measure=None, tune: bool = True, comm=None):
         self.directory = Path(directory) / CACHE_FOLDER
         self.measure = measure
         self.tune = tune
+        self.comm = comm  # None: the one share_timings() set, if any
         self.benchmarks = 0
         self.chosen: dict = {}
 
@@ -145,17 +162,31 @@ class Tuner:
         os.replace(temporary, path)
 
     def _benchmark(self, spec: KernelSpec, space: list[Config], run) -> Config:
+        import numpy as np
+
         measure = self.measure or _do_bench
-        timings, errors = [], []
-        for config in space:
+        timings, errors = np.full(len(space), math.inf, dtype=np.float32), []  # a dtype every comm backend reduces
+        progress = sys.stderr.isatty()
+        for number, config in enumerate(space):
+            if progress:
+                print(f"\rbraze: tuning {spec.name} [{number + 1}/{len(space)}] {config}\033[K",
+                      end="", file=sys.stderr, flush=True)
             self.benchmarks += 1
             try:
-                timings.append((measure(lambda: run(config)), config))
+                timings[number] = measure(lambda: run(config))
             except Exception as error:  # a config the compiler or the device refuses
-                errors.append(f"  {config}: {type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}")
-        if not timings:
-            raise BrazeError(f"kernel {spec.name}: every Triton launch configuration failed:\n" + "\n".join(errors))
-        return min(timings, key=lambda t: t[0])[1]
+                message = str(error).strip().splitlines()
+                errors.append(f"  {config}: {type(error).__name__}: {message[0] if message else ''}")
+        if progress:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+        comm = self.comm if self.comm is not None else _shared_with
+        if comm is not None:
+            comm.all_reduce(timings, op="max")  # every rank chooses from the same numbers
+        if not np.isfinite(timings).any():
+            raise BrazeError(f"kernel {spec.name}: every Triton launch configuration failed"
+                             + (" on some rank" if comm is not None and not errors else "") + ":\n"
+                             + "\n".join(errors or [f"  {config}" for config in space]))
+        return space[int(np.argmin(timings))]
 
 
 def _do_bench(function) -> float:

@@ -346,6 +346,17 @@ def test_when_every_config_fails_the_error_lists_them(tmp_path):
     assert all(str(config) in str(error.value) for config in config_space(spec))
 
 
+def test_ranks_of_a_distributed_job_choose_the_same_config(tmp_path):
+    from braze.comm.launch import spawn_group
+    from tuning_workers import choose_with_rank_timings
+
+    chosen = spawn_group(choose_with_rank_timings, 2, "shm", args=(str(tmp_path),), deadline=120.0)
+    # Alone, rank 0 would take config 0 and rank 1 config 1; the slowest
+    # time per config across ranks makes the last config everyone's best.
+    (index, size), other = chosen[0], chosen[1]
+    assert other == (index, size) and index == size - 1
+
+
 def test_the_interpreter_takes_the_largest_blocks_without_timing(tmp_path):
     tuner = Tuner(tmp_path, measure=lambda run: pytest.fail("timed in the interpreter"))
     for spec in _specs(ROWS):
