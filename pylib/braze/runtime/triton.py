@@ -85,6 +85,22 @@ def load_module(path: Path):
     return module
 
 
+def check_mode() -> None:
+    """Triton decides once per process, when triton.language is first
+    imported, whether its own @triton.jit functions (tl.sum, tl.max, ...)
+    are interpreted: kernels then run only in that mode."""
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
+
+    imported_interpreted = isinstance(tl.sum, InterpretedFunction)
+    if imported_interpreted != interpreting():
+        first, now = ("interpreted", "compiled") if imported_interpreted else ("compiled", "interpreted")
+        raise BrazeError(
+            f"Triton kernels cannot run {now} in this process: triton was imported for {first} "
+            f"kernels (TRITON_INTERPRET is read once, at the first import of triton; set it, or "
+            f"unset it, before anything imports triton)")
+
+
 def kernel_arguments(spec: KernelSpec, inputs: list, outputs: list, extents: list, failed) -> list:
     """The positional arguments of a kernel (codegen/triton's order):
     inputs, results, `failed`, dynamic extents, every input's strides."""
@@ -107,6 +123,7 @@ class _TritonKernelCall(KernelCall):
     def __init__(self, function, spec: KernelSpec, op, slots: dict, tuner: Tuner, source_hash: str):
         super().__init__(spec, op, slots)
         self.function = function
+        self.source_path = function.fn.__code__.co_filename
         self.spec = spec
         self.tuner = tuner
         self.source_hash = source_hash
@@ -130,7 +147,13 @@ class _TritonKernelCall(KernelCall):
                 None if failed is None else torch.zeros_like(failed))
 
         config = self.tuner.choose(self.spec, self.source_hash, classes, device, scratch_run)
-        run(config)
+        try:
+            run(config)
+        except Exception as error:  # Triton's compile and launch errors have no common base
+            if isinstance(error, BrazeError):
+                raise
+            raise BrazeError(f"Triton could not run kernel {self.name} ({config}); its source is kept in "
+                             f"{self.source_path}:\n{error}") from None
         if device != "cpu":
             for tensor, result in zip(outputs, results):
                 tensor.copy_(result)

@@ -7,6 +7,7 @@ one (the checks here: sm_90 and gfx942)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,8 +67,9 @@ class TritonTarget(Target):
 
     def build(self, unit: Unit, options: TritonOptions) -> Built:
         from braze.runtime.autotune import Tuner
-        from braze.runtime.triton import TritonKernels
+        from braze.runtime.triton import TritonKernels, check_mode
 
+        check_mode()
         cache = NativeCache(directory=options.cache_dir, toolchain=TritonToolchain(), salt=options.key())
         module = cache.load(unit.source)
         tuner = Tuner(Path(options.cache_dir) if options.cache_dir else cache_dir(), tune=options.autotune)
@@ -94,12 +96,14 @@ class TritonTarget(Target):
                 "interpreter on the CPU)")
 
 
-def signature(spec, constants: dict) -> tuple[dict, dict]:
+def signature(spec, config) -> tuple[dict, dict, dict]:
     """triton.compile's signature of a kernel (codegen/triton's parameter
-    order) and its constexprs."""
+    order), its constexprs and its compile options for launch `config`."""
     from braze.codegen.analysis import type_name
     from braze.codegen.triton.emitter import SIGNATURE_TYPES
 
+    options = config.launch_options(spec)
+    constants = {k: v for k, v in options.items() if k in ("XBLOCK", "RBLOCK")}
     types = {}
     for n, tensor in enumerate(spec.input_types):
         types[f"in{n}"] = "*" + SIGNATURE_TYPES[type_name(tensor.element_type)]
@@ -109,29 +113,45 @@ def signature(spec, constants: dict) -> tuple[dict, dict]:
         types["failed"] = "*i32"
     types.update({f"n{d}": "i64" for d, size in enumerate(spec.static_domain) if size is None})
     types.update({f"s{n}_{d}": "i64" for n, tensor in enumerate(spec.input_types) for d in range(tensor.rank)})
-    for name in constants:
-        types[name] = "constexpr"
-    return types, constants
+    types.update({name: "constexpr" for name in constants})
+    return types, constants, {k: v for k, v in options.items() if k not in constants}
 
 
-def aot_compile(module, spec, config, target: str = "cuda:90"):
-    """Compiles kernel `spec.name` of a loaded (not interpreted) module for
-    `target` ("cuda:<sm>" or "hip:<gfx>") with launch `config`, without a
-    GPU; returns Triton's CompiledKernel (`.asm["cubin"]` or `["hsaco"]`).
-    A compile error is a BrazeError naming the kernel and Triton's message."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+def aot_compile(jobs: list, target: str = "cuda:90") -> list[list[bytes]]:
+    """Compiles Triton kernels ahead of time, without a GPU, for `target`
+    ("cuda:<sm>": cubins, "hip:<gfx>": hsaco code objects). `jobs` is a list
+    of (module source, [(KernelSpec, Config), ...]); returns, per job, each
+    kernel's binary in order.
 
-    backend, arch = target.split(":")
-    gpu = GPUTarget("cuda", int(arch), 32) if backend == "cuda" else GPUTarget("hip", arch, 64)
-    options = config.launch_options(spec)
-    constants = {k: v for k, v in options.items() if k in ("XBLOCK", "RBLOCK")}
-    types, constexprs = signature(spec, constants)
-    function = getattr(module, spec.name)
-    source = ASTSource(function, types, constexprs=constexprs)
-    compile_options = {k: v for k, v in options.items() if k not in constants}
-    try:
-        return triton.compile(source, target=gpu, options=compile_options)
-    except Exception as error:
-        raise BrazeError(f"Triton could not compile kernel {spec.name} for {target} ({config}):\n{error}") from None
+    Triton's compiler runs in one child process (braze.target.triton_aot):
+    a process whose triton was imported for the interpreter cannot compile,
+    and compiling leaves the caller's process as it was. Kernels Triton
+    refuses make one BrazeError naming each, its configuration and Triton's
+    message."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="braze-triton-aot-") as scratch:
+        folder = Path(scratch)
+        request = {"target": target, "output": scratch, "modules": []}
+        for number, (source, kernels) in enumerate(jobs):
+            path = folder / f"module{number}.py"
+            path.write_text(source)
+            entries = []
+            for spec, config in kernels:
+                types, constants, options = signature(spec, config)
+                entries.append({"name": spec.name, "signature": types, "constexprs": constants,
+                                "options": options, "config": str(config)})
+            request["modules"].append({"path": str(path), "kernels": entries})
+        environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        run = subprocess.run([sys.executable, "-m", "braze.target.triton_aot"], input=json.dumps(request),
+                             capture_output=True, text=True, env=environment)
+        if run.returncode != 0:
+            raise BrazeError(f"Triton's compiler did not run for {target}:\n{(run.stderr or run.stdout).strip()[-4000:]}")
+        errors = json.loads((folder / "errors.json").read_text())
+        if errors:
+            raise BrazeError(f"Triton could not compile {len(errors)} kernel(s) for {target}:\n" + "\n".join(errors))
+        return [[(folder / f"{number}-{k}.bin").read_bytes() for k in range(len(kernels))]
+                for number, (_, kernels) in enumerate(jobs)]

@@ -185,7 +185,7 @@ func.func @broadcast(%a: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf3
 // TRITON-LABEL: function @dynamic: 1 kernel(s), triton
 // TRITON: def neg_0(in0, out0, n0: tl.int64, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr):
 // TRITON-NEXT: # braze-translate.mlir:{{[0-9]+}}:8: domain [?, 256]
-// TRITON-NEXT: n1 = 256
+// TRITON-NEXT: n1 = tl.full([], 256, tl.int64)
 func.func @dynamic(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
   %y = braze.neg %x : tensor<?x256xf32>
   return %y : tensor<?x256xf32>

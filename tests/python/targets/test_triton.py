@@ -1,11 +1,15 @@
 """The Triton target without a GPU: its kernels run in Triton's interpreter
-(TRITON_INTERPRET=1, on CPU tensors) against eager, and compile ahead of
-time for sm_90 (cubin) and gfx942 (hsaco) through Triton's own compiler.
+(TRITON_INTERPRET=1, on CPU tensors; tests/python/conftest.py sets it for
+the session, as Triton reads it once per process) against eager, and
+compile ahead of time for sm_90 (cubin) and gfx942 (hsaco) through Triton's
+own compiler, in a child process.
 The capture suite's runs are in test_run.py (shared with opencl and metal);
 the autotuner's configuration space and cache are here too."""
 
 import json
 import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -16,7 +20,8 @@ from kernels import MODEL_NAMES, model_kernels
 import braze
 from braze import target as targets
 from braze.codegen.triton.emitter import PERSISTENT_LIMIT, render_module
-from braze.runtime.autotune import Config, Tuner, config_space, shape_class
+from braze.runtime.autotune import Tuner, config_space, shape_class
+from braze.target.triton import aot_compile
 from braze.testing.kernels import kernel_form
 from braze.testing.modules import Apply
 
@@ -113,15 +118,21 @@ def test_integer_bool_and_double_kernels_match_eager(interpreter, dtype):
 
 def test_bf16_rounds_to_nearest_even_like_eager(interpreter):
     def f(x):
-        return (x * 3).to(torch.bfloat16), torch.exp(x.to(torch.bfloat16)), x.to(torch.bfloat16).float() + 1
+        return (x * 3).to(torch.bfloat16), x.to(torch.bfloat16).float() + 1, torch.exp(x.to(torch.bfloat16))
 
     x = torch.randn(1000) * 4
     x[:3] = torch.tensor([float("nan"), float("inf"), 3.0e38])
-    _close(_compile(f, (x,))(x), f(x), 0)
+    x[3:6] = torch.tensor([1 + 2 ** -8, 1 + 3 * 2 ** -8, -(1 + 2 ** -8)])  # ties: to even
+    rounded, widened, exp = _compile(f, (x,))(x)
+    expected = f(x)
+    _close((rounded, widened), expected[:2], 0)  # conversions: exact
+    # exp in float32 (numpy's here) may differ from torch's by an ulp, and
+    # so its bfloat16 by one.
+    torch.testing.assert_close(exp, expected[2], rtol=2 ** -7, atol=0, equal_nan=True)
 
 
 def test_opinfo_samples_match_eager_in_the_interpreter(interpreter):
-    """One float32 OpInfo sample per op (a quarter of the ops by default; all
+    """One float32 OpInfo sample per op (an eighth of the ops by default; all
     of them, in float32 and bfloat16, with BRAZE_SLOW_TESTS=1)."""
     pytest.importorskip("expecttest", reason="OpInfo's database needs expecttest")
     from braze.testing.opinfo import opinfos, run_op, summarize
@@ -130,12 +141,12 @@ def test_opinfo_samples_match_eager_in_the_interpreter(interpreter):
     dtypes = (torch.float32, torch.bfloat16) if full else (torch.float32,)
     names = sorted(opinfos())
     bad, passed = [], 0
-    for name in names if full else names[::4]:
+    for name in names if full else names[::8]:
         results = run_op(opinfos()[name], dtypes, 1, "triton")
         bad += [f"{r.op} {r.dtype} {r.outcome}: {r.detail}" for r in results if r.outcome in ("mismatch", "error")]
         passed += summarize(results)["pass"]
     assert not bad, "\n".join(bad)
-    assert passed >= (150 if full else 20)
+    assert passed >= (150 if full else 10)
 
 
 def test_integer_division_by_zero_in_a_reduction_is_an_error(interpreter):
@@ -161,75 +172,60 @@ def test_without_the_interpreter_or_a_gpu_the_target_says_what_is_missing(compil
 
 
 # -- ahead-of-time compiles ---------------------------------------------------
-def _aot_all(module, specs, gpu):
-    """Compiles every kernel for `gpu` with its schedule's configuration;
-    returns the binaries."""
-    from braze.target.triton import aot_compile
-
-    binaries = []
-    for spec in specs.values():
-        compiled = aot_compile(module, spec, config_space(spec)[0], gpu)
-        binaries.append(compiled.asm[GPUS[gpu]])
-    return binaries
-
-
-def _load(source, tmp_path):
-    from braze.runtime.triton import load_module
-
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    path = tmp_path / "kernels.py"
-    path.write_text(source)
-    return load_module(path)
+def _schedules(specs):
+    """Each kernel with its schedule's own launch configuration."""
+    return [(spec, config_space(spec)[0]) for spec in specs.values()]
 
 
 @pytest.mark.parametrize("gpu", sorted(GPUS))
-@pytest.mark.parametrize("model", MODEL_NAMES)
-def test_every_capture_suite_kernel_compiles_ahead_of_time(compiled_mode, tmp_path, model, gpu):
-    _, kernels = model_kernels(model)
-    source, specs = render_module(kernels)
-    binaries = _aot_all(_load(source, tmp_path), specs, gpu)
-    assert len(binaries) == len(kernels) >= 1
-    for binary in binaries:
+def test_every_capture_suite_kernel_compiles_ahead_of_time(gpu):
+    need("the triton target", targets.get("triton").compiler_missing())
+    jobs = []
+    for model in MODEL_NAMES:
+        _, kernels = model_kernels(model)
+        source, specs = render_module(kernels)
+        jobs.append((source, _schedules(specs)))
+    binaries = aot_compile(jobs, gpu)
+    assert [len(b) for b in binaries] == [len(kernels) for _, kernels in jobs] and all(binaries)
+    for binary in (b for module in binaries for b in module):
         assert binary[:4] == b"\x7fELF"  # a cubin, or an hsaco code object
 
 
-def test_every_strategy_compiles_ahead_of_time(compiled_mode, tmp_path):
+def test_every_strategy_and_config_compiles_ahead_of_time():
     """Persistent and looped reductions, argmax, bf16, a dynamic extent, a
     strided input, division: every configuration of the space, for sm_90."""
-    from braze.target.triton import aot_compile
-
+    need("the triton target", targets.get("triton").compiler_missing())
     text = """
     func.func @f(%x: tensor<?x3000xbf16>, %y: tensor<?x300xf32>, %a: tensor<8xi64>, %b: tensor<8xi64>)
         -> (tensor<?xbf16>, tensor<?xi64>, tensor<?x300xf32>, tensor<8xi64>) {
       %s = braze.sum %x dims [1] : tensor<?x3000xbf16> -> tensor<?xbf16>
       %m = braze.argmax %y dims [1] : tensor<?x300xf32> -> tensor<?xi64>
-      %e = braze.exp %y : tensor<?x300xf32>
+      %e = braze.tanh %y : tensor<?x300xf32>
       %q = braze.div %a, %b : tensor<8xi64>, tensor<8xi64> -> tensor<8xi64>
       return %s, %m, %e, %q : tensor<?xbf16>, tensor<?xi64>, tensor<?x300xf32>, tensor<8xi64>
     }"""
     triton = targets.get("triton")
     _, kernels = kernel_form(braze.parse(text), triton.pipeline(triton.options()))
     source, specs = render_module(kernels)
-    module = _load(source, tmp_path)
     assert {spec.strategy for spec in specs.values()} == {"points", "persistent", "looped"}
-    for spec in specs.values():
-        for config in config_space(spec):
-            assert aot_compile(module, spec, config, "cuda:90").asm["cubin"][:4] == b"\x7fELF"
+    every = [(spec, config) for spec in specs.values() for config in config_space(spec)]
+    (binaries,) = aot_compile([(source, every)], "cuda:90")
+    assert len(binaries) == len(every) and all(b[:4] == b"\x7fELF" for b in binaries)
 
 
-def test_the_opinfo_samples_kernels_compile_ahead_of_time(compiled_mode, tmp_path):
+def test_the_opinfo_samples_kernels_compile_ahead_of_time():
     """One float32 OpInfo sample per op (an eighth of the ops, for sm_90, by
     default; with BRAZE_SLOW_TESTS=1 every op, float32 and bfloat16, for
     sm_90 and gfx942)."""
     pytest.importorskip("expecttest", reason="OpInfo's database needs expecttest")
+    need("the triton target", targets.get("triton").compiler_missing())
     from braze.testing.opinfo import opinfos, sample_model
 
     full = os.environ.get("BRAZE_SLOW_TESTS") == "1"
     dtypes = (torch.float32, torch.bfloat16) if full else (torch.float32,)
-    gpus = sorted(GPUS) if full else ["cuda:90"]
     triton = targets.get("triton")
     names = sorted(opinfos())
-    built, failures = 0, []
+    jobs = []
     for name in names if full else names[::8]:
         info = opinfos()[name]
         for dtype in dtypes:
@@ -245,31 +241,40 @@ def test_the_opinfo_samples_kernels_compile_ahead_of_time(compiled_mode, tmp_pat
             except braze.BrazeError:
                 continue  # refused or untraceable: test_opinfo covers those outcomes
             _, kernels = kernel_form(program.module, triton.pipeline(triton.options()))
-            if not kernels:
-                continue
-            source, specs = render_module(kernels)
-            module = _load(source, tmp_path / f"{name}-{dtype}".replace(".", "_"))
-            for gpu in gpus:
-                try:
-                    binaries = _aot_all(module, specs, gpu)
-                except braze.BrazeError as error:
-                    failures.append(f"{name} {dtype} {gpu}: {error.message[:600]}")
-                    continue
-                assert all(binary[:4] == b"\x7fELF" for binary in binaries)
-                built += 1
-    assert not failures, "\n".join(failures)
-    assert built >= (200 if full else 6)
+            if kernels:
+                source, specs = render_module(kernels)
+                jobs.append((source, _schedules(specs)))
+    assert len(jobs) >= (200 if full else 6)
+    for gpu in sorted(GPUS) if full else ["cuda:90"]:
+        binaries = aot_compile(jobs, gpu)  # a refused kernel fails here, naming each
+        assert all(b[:4] == b"\x7fELF" for module in binaries for b in module)
 
 
-def test_a_triton_compile_error_names_the_kernel_and_the_message(compiled_mode, tmp_path):
-    from braze.target.triton import aot_compile
-
+def test_a_triton_compile_error_names_the_kernel_and_the_message():
+    need("the triton target", targets.get("triton").compiler_missing())
     _, kernels = model_kernels("mlp")
     source, specs = render_module(kernels)
     name = next(iter(specs))
-    module = _load(source.replace("xmask = x <", "xmask = undefined_name <", 1), tmp_path)
-    with pytest.raises(braze.BrazeError, match=f"Triton could not compile kernel {name} for cuda:90"):
-        aot_compile(module, specs[name], config_space(specs[name])[0], "cuda:90")
+    broken = source.replace("xmask = x <", "xmask = undefined_name <", 1)
+    with pytest.raises(braze.BrazeError, match=f"(?s)could not compile 1 kernel.*kernel {name} .*undefined_name"):
+        aot_compile([(broken, _schedules({name: specs[name]}))], "cuda:90")
+
+
+def test_interpreted_and_compiled_kernels_do_not_mix_in_one_process(tmp_path):
+    """Triton reads TRITON_INTERPRET once, at its first import: a program
+    asking for the other mode later is a BrazeError, not a crash."""
+    script = tmp_path / "mix.py"
+    script.write_text(
+        "import os, torch, triton, braze\n"
+        "from braze.testing.modules import Apply\n"
+        "os.environ['TRITON_INTERPRET'] = '1'\n"
+        "try:\n"
+        "    braze.compile(Apply(torch.relu), (torch.randn(4),), target='triton')\n"
+        "except braze.BrazeError as error:\n"
+        "    print(error)\n")
+    environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=environment)
+    assert "cannot run interpreted in this process: triton was imported for compiled kernels" in run.stdout, run.stderr
 
 
 # -- autotuning ---------------------------------------------------------------

@@ -260,8 +260,8 @@ class TritonRenderer:
         for dim, size in enumerate(a.domain):
             self.names[a.arguments[a.rank + dim]] = f"n{dim}"
             self.axes[a.arguments[a.rank + dim]] = frozenset()
-            if size is not None:
-                lines.append(f"    n{dim} = {size}")
+            if size is not None:  # int64, as index arithmetic on extents must be
+                lines.append(f"    n{dim} = tl.full([], {size}, tl.int64)")
         for number in range(len(a.inputs)):
             self.names[a.arguments[2 * a.rank + number]] = f"in{number}"
         xnumel = " * ".join(f"n{d}" for d in a.parallel) or "1"
