@@ -379,6 +379,8 @@ class TritonRenderer:
         source_name, target_name = type_name(source), type_name(target)
         name = op.operation.name
         to = self.type_of(op, target)
+        if value.lstrip("-").isdigit():  # an index literal
+            return f"tl.full([], {value}, {to})"
         if name == "arith.truncf" and target_name in HALF:
             if _only_stored(op):
                 return value  # the store rounds it once
