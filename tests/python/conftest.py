@@ -1,4 +1,11 @@
+import os
+
 import pytest
+
+# Triton's kernels run in its interpreter in the tests (there is no GPU):
+# Triton reads this once, when triton is first imported, so it is set before
+# anything (torch included) can import it.
+os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
 @pytest.fixture

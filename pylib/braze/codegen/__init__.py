@@ -18,6 +18,7 @@ _RENDERERS = {
     "hip": ("braze.codegen.cuda", "HipRenderer"),
     "opencl": ("braze.codegen.opencl", "OpenCLRenderer"),
     "metal": ("braze.codegen.metal", "MetalRenderer"),
+    "triton": ("braze.codegen.triton", "TritonRenderer"),
 }
 LANGUAGES = tuple(_RENDERERS)
 
@@ -51,6 +52,11 @@ def emit_kernels(operations: list, target: str, threads: int | None = None) -> E
 
         unit = emit(kernels, plan_launches(operations))
         return Emitted(unit.source, unit.kernels, chosen.extension, unit.launches)
+    if target == "triton":
+        from braze.codegen.triton import render_module
+
+        source, specs = render_module(kernels, threads)
+        return Emitted(source, specs, chosen.extension)
     from braze.codegen.gpu import DEFAULT_THREADS, render_source
 
     source, specs = render_source(chosen, kernels, threads=threads or DEFAULT_THREADS)

@@ -85,6 +85,9 @@ class Target:
     # Whether its kernels run on a GPU's threads and blocks: its pipeline
     # then ends with braze-gpu-schedule (its options need `threads`).
     gpu = False
+    # The `target` braze-gpu-schedule schedules for (its warp width), when
+    # not the target's own name.
+    schedule_target = ""
 
     def options(self, given: dict | None = None) -> TargetOptions:
         known = {f.name for f in dataclasses.fields(self.options_type)}
@@ -101,7 +104,7 @@ class Target:
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
                                         options.collapse_dims)
         if self.gpu:
-            pipeline += f",func.func(braze-gpu-schedule{{target={self.name} threads={int(options.threads)}}})"
+            pipeline += f",func.func(braze-gpu-schedule{{target={self.schedule_target or self.name} threads={int(options.threads)}}})"
         return pipeline
 
     def emit(self, operations: list, options: TargetOptions) -> Unit:

@@ -1,19 +1,24 @@
 // Tests that braze-translate prints each target's form of the kernel form:
-// a pointwise kernel, a row reduction (a block tree with barriers on GPUs), a
-// reduction over a non-innermost dim, argmax, bf16 in and out, a broadcast
-// input and a dynamic extent. Captured IR goes through the target's pipeline.
+// a pointwise kernel, a row reduction (a block tree with barriers on GPUs, a
+// persistent reduction in Triton), a reduction over a non-innermost dim,
+// argmax, bf16 in and out, a broadcast input, a dynamic extent and (Triton)
+// a looped softmax. Captured IR goes through the target's pipeline.
 
 // RUN: braze-translate --target=cuda %s | FileCheck %s --check-prefix=CUDA
 // RUN: braze-translate --target=hip %s | FileCheck %s --check-prefix=HIP
 // RUN: braze-translate --target=opencl %s | FileCheck %s --check-prefix=CL
 // RUN: braze-translate --target=metal --threads=32 %s | FileCheck %s --check-prefix=METAL
 // RUN: braze-translate --target=cpu %s | FileCheck %s --check-prefix=CPP
+// RUN: braze-translate --target=triton %s | FileCheck %s --check-prefix=TRITON
+// RUN: braze-translate --target=triton %s -o %t.triton && ls %t.triton | FileCheck %s --check-prefix=PY
 // RUN: braze-translate --target=opencl %s -o %t && ls %t | FileCheck %s --check-prefix=FILES
 // RUN: not braze-translate --target=tpu %s 2>&1 | FileCheck %s --check-prefix=BAD
 
 // FILES: argmax.cl
 // FILES: pointwise.cl
 // BAD: invalid choice: 'tpu'
+// PY: argmax.py
+// PY: looped_softmax.py
 
 // CUDA-LABEL: function @pointwise: 1 kernel(s), cuda
 // CUDA: #ifdef __CUDACC_RTC__
@@ -36,6 +41,18 @@
 // CPP-LABEL: function @pointwise: 1 kernel(s), cpu
 // CPP: extern "C" int braze_kernel_0(void* const* buffers, const int64_t* sizes) {
 // CPP: #pragma omp simd
+// TRITON-LABEL: function @pointwise: 1 kernel(s), triton
+// TRITON: import triton.language as tl
+// TRITON: @triton.jit
+// TRITON-NEXT: def add_0(in0, in1, out0, s0_0: tl.int64, s0_1: tl.int64, s1_0: tl.int64, s1_1: tl.int64, XBLOCK: tl.constexpr):
+// TRITON-NEXT: # braze-translate.mlir:{{[0-9]+}}:8: domain [8, 16]
+// TRITON: x = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)
+// TRITON-NEXT: xmask = x < n0 * n1
+// TRITON-NEXT: i0 = x // n1
+// TRITON-NEXT: i1 = x % n1
+// TRITON-NEXT: v1 = tl.load(in0 + i0 * s0_0 + i1 * s0_1, mask=xmask)
+// TRITON: v3 = v1 + v2
+// TRITON-NEXT: tl.store(out0 + i0 * 16 + i1, v3, mask=xmask)
 func.func @pointwise(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %s = braze.add %a, %b : tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
   return %s : tensor<8x16xf32>
@@ -66,6 +83,19 @@ func.func @pointwise(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>) -> tensor<8x16x
 // METAL: for (int s = 16; s > 0; s >>= 1) {
 // CPP-LABEL: function @row_sum: 1 kernel(s), cpu
 // CPP: reduction(+:v1_part)
+// TRITON-LABEL: function @row_sum: 1 kernel(s), triton
+// TRITON: def sum_0(in0, out0, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr):
+// TRITON: x = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+// TRITON-NEXT: xmask = x < n0
+// TRITON-NEXT: i0 = x
+// TRITON-NEXT: RBLOCK: tl.constexpr = 512
+// TRITON-NEXT: rnumel = n1
+// TRITON-NEXT: r = tl.arange(0, RBLOCK)[None, :]
+// TRITON-NEXT: rmask = r < rnumel
+// TRITON-NEXT: i1 = r
+// TRITON-NEXT: v1 = tl.load(in0 + i0 * s0_0 + i1 * s0_1, mask=xmask & rmask)
+// TRITON-NEXT: v2 = tl.sum(tl.broadcast_to(tl.where(rmask, v1, 0.0), [XBLOCK, RBLOCK]), axis=1, keep_dims=True)
+// TRITON-NEXT: tl.store(out0 + i0, v2, mask=xmask)
 func.func @row_sum(%x: tensor<4x300xf32>) -> tensor<4xf32> {
   %s = braze.sum %x dims [1] : tensor<4x300xf32> -> tensor<4xf32>
   return %s : tensor<4xf32>
@@ -78,6 +108,11 @@ func.func @row_sum(%x: tensor<4x300xf32>) -> tensor<4xf32> {
 // CUDA-NEXT: const int64_t reduce_points = n0;
 // CUDA: const int64_t i0 = r_rest % n0; r_rest /= n0;
 // CUDA-NEXT: const float v2 = in0[i0 * stride0_0 + i1];
+// TRITON-LABEL: function @column_sum: 1 kernel(s), triton
+// TRITON: xmask = x < n1
+// TRITON-NEXT: i1 = x
+// TRITON: i0 = r
+// TRITON: tl.store(out0 + i1, v2, mask=xmask)
 func.func @column_sum(%x: tensor<300x4xf32>) -> tensor<4xf32> {
   %s = braze.sum %x dims [0] : tensor<300x4xf32> -> tensor<4xf32>
   return %s : tensor<4xf32>
@@ -91,6 +126,12 @@ func.func @column_sum(%x: tensor<300x4xf32>) -> tensor<4xf32> {
 // CUDA: if (tid < s) { if (v1_at[tid + s] >= 0 && (v1_at[tid] < 0 ||
 // CUDA: const int64_t v1 = v1_at[0] < 0 ? 0 : v1_at[0];
 // CUDA-NEXT: if (tid == 0) { out0[i0] = v1; }
+// TRITON-LABEL: function @argmax: 1 kernel(s), triton
+// TRITON: def _max_keep_nan(values, axis: tl.constexpr):
+// TRITON: def _argmax(values, at, lowest, axis: tl.constexpr):
+// TRITON: def argmax_0(
+// TRITON: v2 = _argmax(tl.broadcast_to(v1, [XBLOCK, RBLOCK]), tl.broadcast_to(tl.where(rmask, r, -1), [XBLOCK, RBLOCK]), float("-inf"), 1)
+// TRITON-NEXT: tl.store(out0 + i0, v2, mask=xmask)
 func.func @argmax(%x: tensor<4x300xf32>) -> tensor<4xi64> {
   %i = braze.argmax %x dims [1] : tensor<4x300xf32> -> tensor<4xi64>
   return %i : tensor<4xi64>
@@ -110,6 +151,12 @@ func.func @argmax(%x: tensor<4x300xf32>) -> tensor<4xi64> {
 // CPP: const float v1 = bz_bf16_to_f32(in0[i0]);
 // CPP-NEXT: const float v2 = (float)v1;
 // CPP-NEXT: const float v3 = bz_exp(v2);
+// TRITON-LABEL: function @bf16: 1 kernel(s), triton
+// TRITON: def _round_bf16(x):
+// TRITON: def exp_0(
+// TRITON: v1 = tl.load(in0 + i0 * s0_0, mask=xmask).to(tl.float32)
+// TRITON-NEXT: v2 = tl.exp(v1)
+// TRITON-NEXT: tl.store(out0 + i0, _round_bf16(v2), mask=xmask)
 func.func @bf16(%x: tensor<16xbf16>) -> tensor<16xbf16> {
   %y = braze.exp %x : tensor<16xbf16>
   return %y : tensor<16xbf16>
@@ -119,6 +166,9 @@ func.func @bf16(%x: tensor<16xbf16>) -> tensor<16xbf16> {
 // CUDA: const float v1 = in0[i0 * stride0_0 + i1];
 // CUDA-NEXT: const float v2 = in1[i1];
 // CUDA-NEXT: const float v3 = v1 * v2;
+// TRITON-LABEL: function @broadcast: 1 kernel(s), triton
+// TRITON: def mul_0(in0, in1, out0, s0_0: tl.int64, s0_1: tl.int64, s1_0: tl.int64, XBLOCK: tl.constexpr):
+// TRITON: v2 = tl.load(in1 + i1 * s1_0, mask=xmask)
 func.func @broadcast(%a: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf32> {
   %s = braze.mul %a, %b : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>
   return %s : tensor<8x16xf32>
@@ -132,8 +182,37 @@ func.func @broadcast(%a: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf3
 // CL: const int64_t n0 = sizes[0];
 // CPP-LABEL: function @dynamic: 1 kernel(s), cpu
 // CPP: const int64_t n0 = sizes[0];
+// TRITON-LABEL: function @dynamic: 1 kernel(s), triton
+// TRITON: def neg_0(in0, out0, n0: tl.int64, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr):
+// TRITON-NEXT: # braze-translate.mlir:{{[0-9]+}}:8: domain [?, 256]
+// TRITON-NEXT: n1 = tl.full([], 256, tl.int64)
 func.func @dynamic(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
   %y = braze.neg %x : tensor<?x256xf32>
   return %y : tensor<?x256xf32>
 }
 
+
+// TRITON-LABEL: function @looped_softmax: 1 kernel(s), triton
+// TRITON: def amax_sum_sub_0(in0, out0, n0: tl.int64, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+// TRITON: v1_acc = tl.full([XBLOCK, RBLOCK], float("-inf"), tl.float32)
+// TRITON-NEXT: for roffset in range(0, rnumel, RBLOCK):
+// TRITON-NEXT: r = roffset + tl.arange(0, RBLOCK)[None, :]
+// TRITON-NEXT: rmask = r < rnumel
+// TRITON: v1_acc = tl.maximum(v1_acc, tl.where(rmask, v2, float("-inf")), propagate_nan=tl.PropagateNan.ALL)
+// TRITON-NEXT: v1 = _max_keep_nan(v1_acc, 1)
+// TRITON-NEXT: v3_acc = tl.full([XBLOCK, RBLOCK], 0.0, tl.float32)
+// TRITON-NEXT: for roffset in range(0, rnumel, RBLOCK):
+// TRITON: v6 = tl.exp(v5)
+// TRITON-NEXT: v3_acc = v3_acc + tl.where(rmask, v6, 0.0)
+// TRITON-NEXT: v3 = tl.sum(v3_acc, axis=1, keep_dims=True)
+// TRITON-NEXT: for roffset in range(0, rnumel, RBLOCK):
+// TRITON: v10 = v9 / v3
+// TRITON-NEXT: tl.store(out0 + i0 * 3000 + i1, v10, mask=xmask & rmask)
+func.func @looped_softmax(%x: tensor<?x3000xf32>) -> tensor<?x3000xf32> {
+  %m = braze.max %x dims [1] keepdim : tensor<?x3000xf32> -> tensor<?x1xf32>
+  %d = braze.sub %x, %m : tensor<?x3000xf32>, tensor<?x1xf32> -> tensor<?x3000xf32>
+  %e = braze.exp %d : tensor<?x3000xf32>
+  %s = braze.sum %e dims [1] keepdim : tensor<?x3000xf32> -> tensor<?x1xf32>
+  %q = braze.div %e, %s : tensor<?x3000xf32>, tensor<?x1xf32> -> tensor<?x3000xf32>
+  return %q : tensor<?x3000xf32>
+}

@@ -17,10 +17,14 @@ from braze.codegen.cuda import CudaRenderer, HipRenderer
 from braze.codegen.gpu import STRATEGIES, render_source
 from braze.codegen.metal import MetalRenderer
 from braze.codegen.opencl import OpenCLRenderer
+from braze.codegen.triton import TritonRenderer, render_module
+from braze.codegen.triton.emitter import STRATEGIES as TRITON_STRATEGIES
 from braze.testing.kernels import kernel_form
 
 RENDERERS = [CppRenderer, CudaRenderer, HipRenderer, OpenCLRenderer, MetalRenderer]
 GPU_RENDERERS = RENDERERS[1:]
+# Every renderer with a rule table, the Triton one (blocks, not scalars) included.
+RULE_TABLES = RENDERERS + [TritonRenderer]
 LOWER_KERNELS = Path(__file__).parents[3] / "cxx" / "Transforms" / "LowerKernels.cpp"
 
 
@@ -37,9 +41,19 @@ def test_the_kernel_body_ops_cover_what_lower_kernels_creates():
     assert created and created <= KERNEL_BODY_OPS, sorted(created - KERNEL_BODY_OPS)
 
 
-@pytest.mark.parametrize("renderer", RENDERERS, ids=lambda r: r.__name__)
+@pytest.mark.parametrize("renderer", RULE_TABLES, ids=lambda r: r.__name__)
 def test_every_renderer_has_a_rule_for_every_kernel_body_op(renderer):
     assert renderer.missing_rules() == []
+
+
+@pytest.mark.parametrize("model", MODEL_NAMES)
+def test_every_capture_suite_kernel_renders_as_triton(model):
+    _, kernels = model_kernels(model)
+    source, specs = render_module(kernels)
+    compile(source, model, "exec")  # valid Python
+    assert len(specs) == len(kernels) and source.count("@triton.jit\ndef ") >= len(kernels)
+    for name, spec in specs.items():
+        assert spec.strategy in TRITON_STRATEGIES and f"def {name}(" in source
 
 
 @pytest.mark.parametrize("model", MODEL_NAMES)

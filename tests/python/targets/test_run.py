@@ -1,6 +1,7 @@
-"""The targets that run here, against eager: opencl (on PoCL) and metal (in
-the C++ shim on the CPU). The capture suite, dynamic sizes from one compile,
-and the kernels' edge cases, on each."""
+"""The targets that run here, against eager: opencl (on PoCL), metal (in
+the C++ shim on the CPU) and triton (in Triton's interpreter on CPU
+tensors). The capture suite, dynamic sizes from one compile, and the
+kernels' edge cases, on each."""
 
 import pytest
 import torch
@@ -13,11 +14,16 @@ from braze.testing.modules import Apply
 
 # Per target: options that keep its runs quick (the shim starts a thread per
 # Metal thread).
-RUNNING = {"opencl": {}, "metal": {"threads": 32}}
+RUNNING = {"opencl": {}, "metal": {"threads": 32}, "triton": {}}
+# Per target: the environment it runs in here.
+ENVIRONMENT = {"triton": {"TRITON_INTERPRET": "1"}}
+EXTENSIONS = {"opencl": ".cl", "metal": ".metal", "triton": ".py"}
 
 
 @pytest.fixture(params=sorted(RUNNING))
-def target(request):
+def target(request, monkeypatch):
+    for name, value in ENVIRONMENT.get(request.param, {}).items():
+        monkeypatch.setenv(name, value)
     need(f"the {request.param} target", targets.get(request.param).compiler_missing())
     return request.param
 
@@ -35,7 +41,7 @@ def test_models_match_eager(name, target):
     model, args = _model(name), _inputs(name)
     compiled = _compile(model, args, target)
     assert compiled.stats["target"] == target and compiled.stats["kernels"] >= 1
-    assert compiled.stats["source"].suffix == {"opencl": ".cl", "metal": ".metal"}[target]
+    assert compiled.stats["source"].suffix == EXTENSIONS[target]
     with torch.no_grad():
         assert_close(compiled(*args), model(*args))
 

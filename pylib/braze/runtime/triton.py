@@ -1,0 +1,177 @@
+"""Runs the Triton target's kernels (codegen/triton): the step factory over
+one loaded module of `@triton.jit` functions.
+
+Two ways to run:
+
+* `TRITON_INTERPRET=1`: Triton's interpreter runs every kernel on the
+  host's torch tensors through numpy, so whole programs run here without a
+  GPU. Triton 3.9's interpreter cannot call libdevice (its
+  `create_extern_elementwise` raises NotImplementedError), so the loaded
+  module's `libdevice` is replaced by numpy stand-ins (`INTERPRETER_LIBDEVICE`).
+* on a CUDA or ROCm device: tensors stay host tensors between steps (host
+  ops run through torch as on the CPU target, as the OpenCL runtime does);
+  each kernel call copies its inputs to the device, launches on the current
+  stream and copies its results back. A device-resident runtime is later
+  work.
+
+Block sizes and warps come from the autotuner (runtime/autotune.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import math
+import os
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from braze.codegen.analysis import KernelSpec
+from braze.errors import BrazeError
+from braze.runtime.autotune import Config, Tuner, shape_class
+from braze.runtime.executor import KernelCall
+
+
+def interpreting() -> bool:
+    """Whether Triton runs kernels in its interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _numpy_function(function):
+    """A libdevice function for the interpreter: `function` over the numpy
+    data of its interpreter tensors, in their element type."""
+
+    def interpreted(*args, **_):
+        import triton.language as tl
+        from triton.runtime.interpreter import TensorHandle
+
+        tensors = [a for a in args if isinstance(a, tl.tensor)]
+        scalar = tensors[0].dtype.scalar
+        arrays = [a.handle.data if isinstance(a, tl.tensor) else a for a in args]
+        with np.errstate(all="ignore"):
+            data = np.asarray(function(*arrays)).astype(tensors[0].handle.data.dtype)
+        blocks = any(t.type.is_block() for t in tensors)
+        return tl.tensor(TensorHandle(data, scalar), tl.block_type(scalar, list(data.shape)) if blocks else scalar)
+
+    return interpreted
+
+
+INTERPRETER_LIBDEVICE = types.SimpleNamespace(**{
+    name: _numpy_function(function) for name, function in {
+        "expm1": np.expm1, "log1p": np.log1p, "tanh": np.tanh, "tan": np.tan, "asin": np.arcsin,
+        "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "trunc": np.trunc,
+        "rint": np.rint, "pow": np.power, "atan2": np.arctan2, "fmod": np.fmod}.items()})
+
+
+def load_module(path: Path):
+    """The kernels' module loaded from `path` (Triton reads the source of
+    each @triton.jit function from it)."""
+    name = "braze_triton_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # Triton resolves the kernels' globals through it
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # a broken module: the cache rebuilds or reports it
+        sys.modules.pop(name, None)
+        raise BrazeError(f"the Triton module {path} does not load: {error}") from None
+    if interpreting():
+        module.libdevice = INTERPRETER_LIBDEVICE
+    return module
+
+
+def check_mode() -> None:
+    """Triton decides once per process, when triton.language is first
+    imported, whether its own @triton.jit functions (tl.sum, tl.max, ...)
+    are interpreted: kernels then run only in that mode."""
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpretedFunction
+
+    imported_interpreted = isinstance(tl.sum, InterpretedFunction)
+    if imported_interpreted != interpreting():
+        first, now = ("interpreted", "compiled") if imported_interpreted else ("compiled", "interpreted")
+        raise BrazeError(
+            f"Triton kernels cannot run {now} in this process: triton was imported for {first} "
+            f"kernels (TRITON_INTERPRET is read once, at the first import of triton; set it, or "
+            f"unset it, before anything imports triton)")
+
+
+def kernel_arguments(spec: KernelSpec, inputs: list, outputs: list, extents: list, failed) -> list:
+    """The positional arguments of a kernel (codegen/triton's order):
+    inputs, results, `failed`, dynamic extents, every input's strides."""
+    arguments = [*inputs, *outputs]
+    if spec.can_fail:
+        arguments.append(failed)
+    arguments += [e for e, size in zip(extents, spec.static_domain) if size is None]
+    arguments += [stride for tensor in inputs for stride in tensor.stride()]
+    return arguments
+
+
+def grid(spec: KernelSpec, extents: list, config: Config) -> int:
+    rows = math.prod(e for d, e in enumerate(extents) if d not in spec.reduce)
+    return -(-rows // config.xblock)
+
+
+class _TritonKernelCall(KernelCall):
+    views_in_place = True  # kernels read every input through its strides
+
+    def __init__(self, function, spec: KernelSpec, op, slots: dict, tuner: Tuner, source_hash: str):
+        super().__init__(spec, op, slots)
+        self.function = function
+        self.source_path = function.fn.__code__.co_filename
+        self.spec = spec
+        self.tuner = tuner
+        self.source_hash = source_hash
+
+    def launch(self, inputs, outputs, extents, sizes) -> int:
+        if math.prod(e for d, e in enumerate(extents) if d not in self.spec.reduce) == 0:
+            return 0  # no point to compute; results are empty
+        device = "cpu" if interpreting() else "cuda"
+        on_device = [t if t.device.type == device else t.to(device) for t in inputs]
+        results = [t if device == "cpu" else torch.empty_like(t, device=device) for t in outputs]
+        failed = torch.zeros(1, dtype=torch.int32, device=device) if self.spec.can_fail else None
+        classes = shape_class(self.spec, extents)
+
+        def run(config: Config, into=results, flag=failed):
+            arguments = kernel_arguments(self.spec, on_device, into, extents, flag)
+            self.function[(grid(self.spec, extents, config),)](*arguments, **config.launch_options(self.spec))
+
+        def scratch_run(config: Config):
+            # Tuning runs write scratch results: a result may share an input's buffer.
+            run(config, [torch.empty_like(t) for t in results],
+                None if failed is None else torch.zeros_like(failed))
+
+        config = self.tuner.choose(self.spec, self.source_hash, classes, device, scratch_run)
+        try:
+            run(config)
+        except Exception as error:  # Triton's compile and launch errors have no common base
+            if isinstance(error, BrazeError):
+                raise
+            raise BrazeError(f"Triton could not run kernel {self.name} ({config}); its source is kept in "
+                             f"{self.source_path}:\n{error}") from None
+        if device != "cpu":
+            for tensor, result in zip(outputs, results):
+                tensor.copy_(result)
+        return int(failed.item()) if failed is not None else 0
+
+
+class TritonKernels:
+    """The Triton target's step factory over one loaded module."""
+
+    def __init__(self, module, tuner: Tuner):
+        self.module = module
+        self.tuner = tuner
+
+    def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
+        function = getattr(self.module, spec.name)
+        # The tuning cache's key: the kernel's own text (not its module's).
+        source_hash = hashlib.sha256(inspect.getsource(function.fn).encode()).hexdigest()
+        return _TritonKernelCall(function, spec, op, slots, self.tuner, source_hash)
+
+    def launch_call(self, name: str, calls):
+        raise BrazeError(f"the Triton target has no launch groups (asked for {name})")

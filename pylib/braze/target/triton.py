@@ -1,0 +1,157 @@
+"""The Triton target: `@triton.jit` kernels (codegen/triton), kept as a
+Python module in the content-hash cache (Triton caches the binaries it
+compiles from them), run through the Triton runtime (runtime/triton.py):
+on a CUDA or ROCm device, or on the CPU in Triton's interpreter
+(TRITON_INTERPRET=1). `aot_compile` compiles one kernel for a GPU without
+one (the checks here: sm_90 and gfx942)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from braze.errors import BrazeError
+from braze.runtime.native_cache import NativeCache, Toolchain, cache_dir
+from braze.target import Built, Target, Unit
+from braze.target.opencl import GpuOptions
+
+
+@dataclass(frozen=True)
+class TritonOptions(GpuOptions):
+    # Time each kernel's launch configurations on the GPU the first time a
+    # shape class is seen (runtime/autotune.py); False: the schedule's own.
+    autotune: bool = True
+
+
+class TritonToolchain(Toolchain):
+    """The 'build' of a Triton module: Python checks its syntax and the
+    module is kept as the artifact; loading imports it."""
+
+    title = "Python (Triton module)"
+    source_name = "kernels.py"
+    artifact_name = "module.py"
+
+    def __init__(self):
+        super().__init__(())
+
+    def identity(self) -> str:
+        import triton
+
+        return f"triton {triton.__version__}"
+
+    def run(self, source: Path, output: Path, entry: Path) -> None:
+        text = source.read_text()
+        try:
+            compile(text, str(source), "exec")
+        except SyntaxError as error:
+            raise BrazeError(f"the Triton module {source} is not valid Python; the source is kept there.\n"
+                             f"{error}") from None
+        output.write_text(text)
+
+    def load(self, path: Path):
+        from braze.runtime.triton import load_module
+
+        return load_module(path)
+
+
+class TritonTarget(Target):
+    name = "triton"
+    gpu = True
+    device = "cuda"
+    options_type = TritonOptions
+    # Threads per block in warps of 32 (num_warps); AMD's wavefronts of 64
+    # hold two of them.
+    schedule_target = "cuda"
+    install = "pip install 'braze[triton]'"
+
+    def build(self, unit: Unit, options: TritonOptions) -> Built:
+        from braze.runtime.autotune import Tuner
+        from braze.runtime.triton import TritonKernels, check_mode
+
+        check_mode()
+        cache = NativeCache(directory=options.cache_dir, toolchain=TritonToolchain(), salt=options.key())
+        module = cache.load(unit.source)
+        tuner = Tuner(Path(options.cache_dir) if options.cache_dir else cache_dir(), tune=options.autotune)
+        return Built(TritonKernels(module, tuner), cache.source_path(unit.source),
+                     cache.compilations == 0)
+
+    def compiler_missing(self) -> str | None:
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            return "triton is not installed"
+        return None
+
+    def device_missing(self) -> str | None:
+        from braze.runtime.triton import interpreting
+
+        if interpreting():
+            return None
+        import torch
+
+        if torch.cuda.is_available():
+            return None
+        return ("no CUDA or ROCm device (set TRITON_INTERPRET=1 to run the kernels in Triton's "
+                "interpreter on the CPU)")
+
+
+def signature(spec, config) -> tuple[dict, dict, dict]:
+    """triton.compile's signature of a kernel (codegen/triton's parameter
+    order), its constexprs and its compile options for launch `config`."""
+    from braze.codegen.analysis import type_name
+    from braze.codegen.triton.emitter import SIGNATURE_TYPES
+
+    options = config.launch_options(spec)
+    constants = {k: v for k, v in options.items() if k in ("XBLOCK", "RBLOCK")}
+    types = {}
+    for n, tensor in enumerate(spec.input_types):
+        types[f"in{n}"] = "*" + SIGNATURE_TYPES[type_name(tensor.element_type)]
+    for n, tensor in enumerate(spec.result_types):
+        types[f"out{n}"] = "*" + SIGNATURE_TYPES[type_name(tensor.element_type)]
+    if spec.can_fail:
+        types["failed"] = "*i32"
+    types.update({f"n{d}": "i64" for d, size in enumerate(spec.static_domain) if size is None})
+    types.update({f"s{n}_{d}": "i64" for n, tensor in enumerate(spec.input_types) for d in range(tensor.rank)})
+    types.update({name: "constexpr" for name in constants})
+    return types, constants, {k: v for k, v in options.items() if k not in constants}
+
+
+def aot_compile(jobs: list, target: str = "cuda:90") -> list[list[bytes]]:
+    """Compiles Triton kernels ahead of time, without a GPU, for `target`
+    ("cuda:<sm>": cubins, "hip:<gfx>": hsaco code objects). `jobs` is a list
+    of (module source, [(KernelSpec, Config), ...]); returns, per job, each
+    kernel's binary in order.
+
+    Triton's compiler runs in one child process (braze.target.triton_aot):
+    a process whose triton was imported for the interpreter cannot compile,
+    and compiling leaves the caller's process as it was. Kernels Triton
+    refuses make one BrazeError naming each, its configuration and Triton's
+    message."""
+    import json
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="braze-triton-aot-") as scratch:
+        folder = Path(scratch)
+        request = {"target": target, "output": scratch, "modules": []}
+        for number, (source, kernels) in enumerate(jobs):
+            path = folder / f"module{number}.py"
+            path.write_text(source)
+            entries = []
+            for spec, config in kernels:
+                types, constants, options = signature(spec, config)
+                entries.append({"name": spec.name, "signature": types, "constexprs": constants,
+                                "options": options, "config": str(config)})
+            request["modules"].append({"path": str(path), "kernels": entries})
+        environment = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        run = subprocess.run([sys.executable, "-m", "braze.target.triton_aot"], input=json.dumps(request),
+                             capture_output=True, text=True, env=environment)
+        if run.returncode != 0:
+            raise BrazeError(f"Triton's compiler did not run for {target}:\n{(run.stderr or run.stdout).strip()[-4000:]}")
+        errors = json.loads((folder / "errors.json").read_text())
+        if errors:
+            raise BrazeError(f"Triton could not compile {len(errors)} kernel(s) for {target}:\n" + "\n".join(errors))
+        return [[(folder / f"{number}-{k}.bin").read_bytes() for k in range(len(kernels))]
+                for number, (_, kernels) in enumerate(jobs)]
