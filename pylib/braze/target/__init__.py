@@ -114,6 +114,11 @@ class Target:
     def build(self, unit: Unit, options: TargetOptions) -> Built:
         raise NotImplementedError
 
+    def run_device(self) -> str:
+        """The torch device a program compiled now runs on: its tensors
+        live there (a GPU target's is the current device of its type)."""
+        return self.device
+
     def compiler_missing(self) -> str | None:
         """Why this target cannot compile here (None: it can)."""
         return None
