@@ -1,6 +1,7 @@
-"""The op-by-op walk: choosing the entry function, checking the arguments,
-dispatching each op to its handler, and checking what every handler returns
-against the op's declared result types."""
+"""The op-by-op walk: the entry function and its argument checks (from
+braze.hostops.signature, which the runtime uses too), then each op
+dispatched to its handler, whose results are checked against the op's
+declared result types (braze.hostops.run_op)."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ class TargetOptions:
 @dataclass
 class Built:
     """What `Target.build` returns: the step factory over the loaded binary
-    (`kernel_call`, `launch_call`), and what the compile reports."""
+    (a `braze.runtime.executor.StepFactory`), and what the compile reports."""
 
     kernels: Any
     source_path: Any

@@ -19,13 +19,13 @@ func.func @f(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
 }"""
 
 
-def test_compiling_and_running_never_imports_the_reference_interpreter(tmp_path):
+def test_compiling_and_running_never_imports_the_reference_interpreter():
     script = textwrap.dedent(f"""
         import sys
         import torch
         import braze
         import braze.runtime.cpu, braze.runtime.cuda, braze.runtime.executor, braze.runtime.opencl
-        program = braze.compile_mlir({PROGRAM!r}, options={{"cache_dir": {str(tmp_path)!r}}})
+        program = braze.compile_mlir({PROGRAM!r})
         x, w = torch.randn(4, 8), torch.randn(8, 8)
         torch.testing.assert_close(program(x, w)[0], torch.exp(x @ w))
         print(sorted(name for name in sys.modules if name.startswith("braze.reference")))
@@ -46,8 +46,8 @@ def test_the_reference_interpreter_runs_host_ops_through_the_same_handlers():
     assert "braze.exp" in HANDLERS and "braze.exp" not in HOST_OPS
 
 
-def test_tensors_on_a_device_the_target_does_not_serve_are_refused(tmp_path):
-    program = braze.compile_mlir(PROGRAM, options={"cache_dir": str(tmp_path)})
+def test_tensors_on_a_device_the_target_does_not_serve_are_refused():
+    program = braze.compile_mlir(PROGRAM)
     with pytest.raises(braze.BrazeError, match=r"argument #0 is on device meta, but @f was compiled for a "
                                                 r"target whose tensors live on cpu"):
         program(torch.empty(4, 8, device="meta"), torch.randn(8, 8))
