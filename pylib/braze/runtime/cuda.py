@@ -120,15 +120,21 @@ class CudaKernels(StepFactory):
     object with the same calls (tests use a recording one)."""
 
     def __init__(self, cubin: bytes, device: torch.device, driver=None):
+        self.module = None  # first: __del__ reads it even when __init__ fails
         self.cubin = cubin
         self.device = torch.device(device)
         self.driver = driver or driver_api()
         self.context = None
-        self.module = None
         self.unused_flag = None
 
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
         return _CudaKernelCall(self, spec, op, slots)
+
+    def __del__(self):
+        # Programs come and go (torch.compile recompiles): unload the module
+        # with the last one using it. The process's end unloads it anyway.
+        if self.module is not None:
+            self.driver.cuModuleUnload(self.module)
 
     def to_device(self, sizes) -> torch.Tensor:
         """A ctypes int64 array as a tensor on the device."""

@@ -149,6 +149,10 @@ class RecordingDriver:
         self.loaded.append(image)
         return self._ok(0x30D)
 
+    def cuModuleUnload(self, module):
+        self.calls.append("cuModuleUnload")
+        return self._ok()
+
     def cuModuleGetFunction(self, module, name):
         return self._ok(name.decode())
 
@@ -195,6 +199,9 @@ def test_a_program_launches_each_kernel_with_its_grid_and_pointers(cuda, monkeyp
     program(x[:7], y[:7], z)  # another dynamic size: sizes made per call
     assert driver.launches[2].grid == (1, 1, 1)
     assert driver.launches[2].sizes[:2] == [7, 8]
+    assert "cuModuleUnload" not in driver.calls
+    del program
+    assert driver.calls[-1] == "cuModuleUnload"  # with the program goes its module
 
 
 def test_a_set_failure_flag_raises_like_the_cpu(cuda, monkeypatch):
