@@ -15,6 +15,7 @@ from eager; 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
@@ -23,7 +24,6 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "cpu"))
 sys.path.insert(0, str(HERE.parent / "tests" / "python" / "frontend"))
 
 import braze  # noqa: E402
@@ -36,8 +36,12 @@ TOLERANCE = 1e-3
 
 def cases():
     """(name, build) for every model: build() -> (model, args) on the CPU."""
-    import models as benchmark_models
     from test_models import MODELS, _inputs, _model
+
+    # benchmarks/cpu/models.py by path: tests/python/frontend has a models.py too.
+    spec = importlib.util.spec_from_file_location("braze_bench_cpu_models", HERE / "cpu" / "models.py")
+    benchmark_models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark_models)
 
     listed = [(f"bench/{name}", lambda name=name: benchmark_models.build(name)) for name in benchmark_models.MODELS]
     listed += [(f"capture/{name}", lambda name=name: (_model(name), _inputs(name))) for name in MODELS]
@@ -52,6 +56,16 @@ def _first_tensor(output):
     if isinstance(output, torch.Tensor):
         return output
     return next(t for t in output if isinstance(t, torch.Tensor))
+
+
+def _relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
+    """max |got - expected| / max |expected|; integer and bool results must be equal."""
+    if got.shape != expected.shape or got.device != expected.device:
+        return float("inf")
+    if not expected.is_floating_point():
+        return 0.0 if torch.equal(got, expected) else float("inf")
+    scale = expected.abs().max().item() or 1.0
+    return (got.float() - expected.float()).abs().max().item() / scale
 
 
 def _wall_ms(call, runs: int) -> float:
@@ -88,9 +102,7 @@ def check(name: str, build, runs: int) -> dict:
         started = time.perf_counter()
         compiled = braze.compile(model, args, target="cuda")
         compile_s = time.perf_counter() - started
-        expected, got = _first_tensor(model(*args)), _first_tensor(compiled(*args))
-        scale = expected.abs().max().item() or 1.0
-        error = (got.float() - expected.float()).abs().max().item() / scale
+        error = _relative_error(_first_tensor(compiled(*args)), _first_tensor(model(*args)))
         row = {"model": name, "kernels": compiled.stats["kernels"], "compile_s": compile_s, "error": error}
         for engine, call in (("eager", lambda: model(*args)), ("braze", lambda: compiled(*args))):
             call()  # warm-up
