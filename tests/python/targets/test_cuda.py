@@ -154,6 +154,10 @@ class RecordingDriver:
         return self._ok()
 
     def cuModuleGetFunction(self, module, name):
+        # The kernel must be a symbol of the cubin under its plain name
+        # (extern "C", not mangled), as the driver looks it up.
+        if b"\0" + name + b"\0" not in self.loaded[-1]:
+            return (self.CUresult.CUDA_ERROR_NOT_FOUND, None)
         return self._ok(name.decode())
 
     def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, parameters, extra):
