@@ -47,7 +47,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     `target`. The caller's module is not modified."""
     from mlir import ir
 
-    from braze.reference.interpreter import _functions, select_entry
+    from braze.hostops.signature import functions, select_entry
     from braze.runtime.executor import Program
 
     chosen = get_target(target)
@@ -64,13 +64,13 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
                          f"got {type(module_or_text).__name__}")
     run_pipeline(module, chosen.pipeline(options))
     module_op = module.mlir_module.operation
-    func = select_entry(_functions(module_op), entry)
+    func = select_entry(functions(module_op), entry)
     operations = list(func.regions[0].blocks[0].operations)
     kernels = [op for op in operations if op.operation.name == "braze.kernel"]
     unit = chosen.emit(operations, options)
     built = chosen.build(unit, options) if kernels else None
     program = Program(module_op, func, built.kernels if built else None, list(unit.kernels.values()),
-                      unit.launches, parameters)
+                      unit.launches, parameters, chosen.run_device())
     stats = {
         "kernels": program.kernel_count,
         "gemms": sum(program.library_calls[name] for name in ("braze.matmul", "braze.bmm", "braze.addmm")),

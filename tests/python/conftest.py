@@ -8,6 +8,30 @@ import pytest
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+def _session_cache_dir(tmp_path_factory):
+    """The session's compile cache: under pytest-xdist, the workers' common
+    parent, so every worker of one run shares it (NativeCache locks and
+    publishes atomically)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "braze-cache"
+
+
+@pytest.fixture(autouse=True)
+def session_cache(tmp_path_factory, monkeypatch):
+    """One compile cache per test session, not per test: a kernel or model
+    compiled by one test is a cache hit for every later one (child
+    processes inherit it)."""
+    monkeypatch.setenv("BRAZE_CACHE_DIR", str(_session_cache_dir(tmp_path_factory)))
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch):
+    """An empty cache of this test's own, for tests that count compilations
+    or read the cache's entries."""
+    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
 @pytest.fixture
 def clean_registry():
     """Removes the Python passes a test registers."""
@@ -31,10 +55,10 @@ class CompilerLog:
 
 
 @pytest.fixture
-def logging_compiler(tmp_path, monkeypatch):
+def logging_compiler(tmp_path, monkeypatch, private_cache):
     """$CXX that records every compilation in a log, then runs the real
     compiler (`--version`, asked once per process for the cache key, is not
-    a compilation). Child processes inherit it."""
+    a compilation), over a private cache. Child processes inherit it."""
     log = tmp_path / "compiler.log"
     wrapper = tmp_path / "cxx"
     wrapper.write_text(f'#!/bin/sh\n[ "$1" = --version ] || echo run >> "{log}"\nexec c++ "$@"\n')

@@ -39,6 +39,7 @@ def test_another_process_hits_the_cache(tmp_path, logging_compiler):
     assert logging_compiler.runs == 1
 
 
+@pytest.mark.slow
 def test_four_processes_compile_one_source_once(tmp_path, logging_compiler):
     source = SOURCE + "// concurrent\n"
     code = textwrap.dedent(f"""

@@ -9,7 +9,7 @@ import torch
 
 import braze
 from braze import reference, symbolic
-from braze.reference.dtypes import TORCH_DTYPES
+from braze.hostops.dtypes import TORCH_DTYPES
 
 FLOAT_TYPES = ["f32", "f64", "f16", "bf16"]
 INT_TYPES = ["i8", "i32", "i64"]

@@ -52,8 +52,8 @@ def _is_weight(value: ir.Value) -> bool:
 def _channels_last_wins(op, margin: float, repeats: int) -> bool | None:
     import torch
 
-    from braze.reference.dtypes import torch_dtype
-    from braze.reference.products import convolution_arguments, convolution_layout
+    from braze.hostops.dtypes import torch_dtype
+    from braze.hostops.products import convolution_arguments, convolution_layout
 
     operands = list(op.operation.operands)
     shapes = [_static_shape(v) for v in operands]

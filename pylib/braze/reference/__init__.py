@@ -22,14 +22,16 @@ Returns the entry function's results: torch tensors with the declared dtype
 Every problem is a `BrazeError` that names the argument, or the op and its
 location.
 
-Ops are dispatched through `HANDLERS` (op name -> handler), filled by the
-modules of this package, one per family of ops.
+Ops are dispatched through `HANDLERS` (op name -> handler): the host ops of
+`braze.hostops` (which the runtime runs through too, so every op has one
+torch implementation) and the tensor-level compute ops of this package's
+modules, one per family of ops.
 """
 
 from __future__ import annotations
 
 # Importing the handler modules fills the handler table.
-from braze.reference import constants, extern, layout, pointwise, products, reductions, upstream  # noqa: F401
+from braze.reference import calls, pointwise, reductions  # noqa: F401
 from braze.reference.interpreter import Interpreter, module_operation
 from braze.reference.registry import HANDLERS
 

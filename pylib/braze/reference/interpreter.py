@@ -1,6 +1,7 @@
-"""The op-by-op walk: choosing the entry function, checking the arguments,
-dispatching each op to its handler, and checking what every handler returns
-against the op's declared result types."""
+"""The op-by-op walk: the entry function and its argument checks (from
+braze.hostops.signature, which the runtime uses too), then each op
+dispatched to its handler, whose results are checked against the op's
+declared result types (braze.hostops.run_op)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,10 @@ import torch
 from mlir import ir
 
 from braze import symbolic
-from braze.errors import BrazeError, format_location
-from braze.reference.dtypes import is_dynamic, mlir_name, torch_dtype, type_mismatch
-from braze.reference.registry import HANDLERS, op_error
-
-# Torch raises these for bad shapes, dtypes or values; inside a handler they
-# mean the program cannot run on these inputs, which we report against the op.
-_TORCH_FAILURES = (RuntimeError, ValueError, IndexError, TypeError, ZeroDivisionError)
+from braze.errors import BrazeError
+from braze.hostops import HostContext, op_error, run_op
+from braze.hostops.signature import check_arguments, functions, has_body, select_entry
+from braze.reference.registry import HANDLERS
 
 
 def module_operation(module) -> ir.Operation:
@@ -31,40 +29,6 @@ def module_operation(module) -> ir.Operation:
     raise TypeError(f"braze.reference.run expects a braze.Module, got {type(module).__name__}")
 
 
-def _functions(module_op: ir.Operation) -> dict[str, ir.OpView]:
-    functions = {}
-    for op in module_op.regions[0].blocks[0].operations:
-        if op.operation.name == "func.func":
-            functions[op.attributes["sym_name"].value] = op
-    return functions
-
-
-def _is_public(func_op) -> bool:
-    attributes = func_op.operation.attributes
-    return "sym_visibility" not in attributes or attributes["sym_visibility"].value == "public"
-
-
-def _has_body(func_op) -> bool:
-    return len(func_op.regions[0].blocks) > 0
-
-
-def select_entry(functions: dict[str, ir.OpView], entry: str | None) -> ir.OpView:
-    """The function named `entry`, or else the module's only public one."""
-    if entry is not None:
-        if entry not in functions:
-            known = ", ".join(f"@{name}" for name in functions) or "none"
-            raise BrazeError(f"the module has no function @{entry} (it has {known})")
-        return functions[entry]
-    public = [name for name, func in functions.items() if _is_public(func) and _has_body(func)]
-    if len(public) != 1:
-        listed = ", ".join(f"@{name}" for name in public) or "none"
-        raise BrazeError(
-            f"the module has {len(public)} public functions with a body ({listed}); "
-            "pass entry= to choose one"
-        )
-    return functions[public[0]]
-
-
 def _as_input(value):
     """User inputs as torch CPU tensors (tensors) or Python ints (index)."""
     if isinstance(value, np.ndarray):
@@ -76,55 +40,17 @@ def _as_input(value):
     return value
 
 
-def check_arguments(func_name: str, types: list[ir.Type], arguments: list) -> None:
-    """Count, kind, rank, element type and static dims of each argument."""
-    if len(arguments) != len(types):
-        raise BrazeError(
-            f"@{func_name} takes {len(types)} argument(s) but {len(arguments)} were given"
-        )
-    for number, (value, type_) in enumerate(zip(arguments, types)):
-        where = f"argument #{number}"
-        if isinstance(type_, ir.RankedTensorType):
-            if not isinstance(value, torch.Tensor):
-                raise BrazeError(f"{where} must be a tensor of type {type_}, got {type(value).__name__}")
-            if value.dim() != type_.rank:
-                raise BrazeError(
-                    f"{where} has rank {value.dim()} but the function expects rank {type_.rank} ({type_})"
-                )
-            expected_dtype = torch_dtype(type_.element_type)
-            if value.dtype != expected_dtype:
-                raise BrazeError(
-                    f"{where} has element type {mlir_name(value.dtype)} ({value.dtype}) but the "
-                    f"function expects {type_.element_type} ({expected_dtype})"
-                )
-            for dim, (actual, expected) in enumerate(zip(value.shape, type_.shape)):
-                if not is_dynamic(expected) and actual != expected:
-                    raise BrazeError(f"{where} dim {dim} is {actual} but the function expects {expected}")
-        elif isinstance(type_, ir.IndexType):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise BrazeError(f"{where} must be an int (index), got {type(value).__name__}")
-        else:
-            problem = type_mismatch(value, type_)
-            if problem is not None:
-                raise BrazeError(f"{where} {problem}")
-
-
-class Interpreter:
+class Interpreter(HostContext):
     """Runs the functions of one module with torch CPU ops."""
 
     def __init__(self, module_op: ir.Operation, parameters: dict[str, Any] | None):
+        super().__init__(parameters, "cpu")
         self.module_op = module_op
-        self.functions = _functions(module_op)
-        self.parameters = dict(parameters or {})
-
-    @staticmethod
-    def result_dtype(op) -> torch.dtype:
-        """The torch dtype of an op's first result (a tensor)."""
-        return torch_dtype(op.operation.results[0].type.element_type)
+        self.functions = functions(module_op)
 
     def run_entry(self, entry: str | None, inputs: tuple) -> list:
         func = select_entry(self.functions, entry)
-        if not _has_body(func):
+        if not has_body(func):
             raise BrazeError(f"@{func.attributes['sym_name'].value} is a declaration without a body")
         arguments = [_as_input(value) for value in inputs]
         name = func.attributes["sym_name"].value
@@ -137,7 +63,7 @@ class Interpreter:
 
     def call(self, callee: str, arguments: list, caller) -> list:
         """`func.call`: runs another function of the module."""
-        if callee not in self.functions or not _has_body(self.functions[callee]):
+        if callee not in self.functions or not has_body(self.functions[callee]):
             raise op_error(caller, f"calls @{callee}, which has no body in this module")
         func = self.functions[callee]
         try:
@@ -167,26 +93,4 @@ class Interpreter:
         raise op_error(op, f"ends without {terminator}")
 
     def run_op(self, op, operands: list) -> list:
-        name = op.operation.name
-        handler = HANDLERS.get(name)
-        if handler is None:
-            raise BrazeError(
-                f"the reference interpreter does not support '{name}' "
-                f"(at {format_location(op.operation.location)})"
-            )
-        try:
-            results = handler(op, operands, self)
-        except BrazeError:
-            raise
-        except _TORCH_FAILURES as error:
-            raise op_error(op, f"cannot run on these operands: {error}") from None
-        declared = list(op.operation.results)
-        if len(results) != len(declared):
-            raise op_error(op, f"produced {len(results)} result(s) for {len(declared)}")
-        for number, (value, result) in enumerate(zip(results, declared)):
-            problem = type_mismatch(value, result.type)
-            if problem is not None:
-                # The computation follows the op's semantics, so the declared
-                # type must be wrong: the IR claims something it does not do.
-                raise op_error(op, f"result #{number} {problem}")
-        return results
+        return run_op(op, operands, self, HANDLERS, "the reference interpreter")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from braze.reference.registry import handles, op_error
+from braze.hostops import op_error
+from braze.hostops.dtypes import result_dtype
+from braze.reference.registry import handles
 
 _UNARY = {
     "braze.neg": torch.neg,
@@ -112,7 +114,7 @@ def where(op, operands, interpreter):
 @handles("braze.cast")
 def cast(op, operands, interpreter):
     (input_,) = operands
-    target = interpreter.result_dtype(op)
+    target = result_dtype(op)
     if target == torch.bool:
         # `.to(bool)` would do the same, but the rule is "non-zero", so say it.
         return [input_ != 0]

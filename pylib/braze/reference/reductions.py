@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from braze.reference.registry import handles, op_error
+from braze.hostops import op_error
+from braze.reference.registry import handles
 
 
 def _reduce_sum(input_, dims, keepdim):

@@ -1,16 +1,20 @@
-"""Runs a lowered function: compiled kernels, and host ops through torch.
+"""Runs a lowered function on one device: compiled kernels through the
+target's step factory, host ops through torch. Nothing here knows a target.
 
 A `Program` is built once from the function after `braze-lower-kernels`:
-every SSA value gets a slot, constants and parameters are evaluated once, and
-each remaining op becomes a step. At call time the arguments are checked
-(types, static dims, `braze.dims` symbols), then the steps run in order:
+every SSA value gets a slot, constants and parameters are evaluated once (on
+the program's device), and each remaining op becomes a step. At call time
+the arguments are checked (types, static dims, device, `braze.dims`
+symbols), then the steps run in order:
 
-* `braze.kernel`: outputs are allocated with torch, then the compiled C++
-  function is called once with pointers and sizes (no copies: inputs are
-  used in place when contiguous);
-* everything else (matrix products through torch's BLAS, views and other
-  layout ops, `tensor.dim` and index arithmetic) runs through the reference
-  interpreter's handlers, so each op has one torch implementation.
+* `braze.kernel`: outputs are allocated with torch on the program's device,
+  then the target's `KernelCall` launches the kernel once (see
+  `StepFactory`);
+* everything else (matrix products through the device's vendor library,
+  attention, convolutions, views and other layout ops, `tensor.dim` and
+  index arithmetic, `braze.extern` aten calls) runs through the host-op
+  table `braze.hostops.HOST_OPS`, which the reference interpreter uses too,
+  so each op has one torch implementation.
 
 Slots are released after their last use, so memory follows the program's
 live values, not its length.
@@ -18,9 +22,7 @@ live values, not its length.
 
 from __future__ import annotations
 
-import array
 import ctypes
-import math
 import operator
 from collections import Counter
 from dataclasses import dataclass
@@ -33,11 +35,11 @@ from mlir import ir
 from braze import symbolic
 from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError, format_location
-from braze.reference import HANDLERS, Interpreter
-from braze.reference.dtypes import torch_dtype
-from braze.reference.extern import extern_overload, prepare_extern
-from braze.reference.products import convolution_arguments, convolution_layout
-from braze.reference.interpreter import check_arguments
+from braze.hostops import HOST_OPS, HostContext, run_op
+from braze.hostops.dtypes import torch_dtype
+from braze.hostops.extern import extern_overload, prepare_extern
+from braze.hostops.products import convolution_arguments, convolution_layout
+from braze.hostops.signature import check_arguments
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
@@ -56,14 +58,17 @@ class _Step:
 
 class KernelCall:
     """One call of a compiled kernel: allocation, checks, then `launch`,
-    which a target's runtime defines (see `CpuKernels`)."""
+    which a target's step factory defines (see `StepFactory`)."""
 
     # Whether the kernel reads strided views in place (else inputs are made
     # contiguous first).
     views_in_place = True
 
-    def __init__(self, spec: KernelSpec, op, slots: dict):
+    def __init__(self, spec: KernelSpec, op, slots: dict, device: torch.device = torch.device("cpu")):
+        """`device`: where the kernel's tensors live (its results are
+        allocated there)."""
         operands = list(op.operation.operands)
+        self.device = device
         self.name = spec.name
         self.location = format_location(op.operation.location)
         self.inputs = [slots[v] for v in operands[: len(spec.input_types)]]
@@ -94,7 +99,12 @@ class KernelCall:
                 *[d for t in spec.result_types for d in t.shape])
 
     def launch(self, inputs: list, outputs: list, extents: list, sizes) -> int:
-        """Runs the kernel; returns nonzero after an integer division by zero."""
+        """Runs the kernel on `inputs` (tensors on the device, contiguous
+        unless `views_in_place`), writing `outputs` (contiguous, allocated
+        here); `extents` are the domain's sizes and `sizes` the kernel's
+        `sizes` array (a ctypes int64 array: extents, input strides, result
+        dims). Returns nonzero after an integer division by zero (the
+        kernel's failure flag)."""
         raise NotImplementedError
 
     def __call__(self, env: list) -> None:
@@ -124,7 +134,7 @@ class KernelCall:
             if number is not None and inputs[number].is_contiguous() and list(inputs[number].shape) == list(shape):
                 outputs.append(inputs[number])
             else:
-                outputs.append(torch.empty(shape, dtype=dtype))
+                outputs.append(torch.empty(shape, dtype=dtype, device=self.device))
         if self.static and contiguous:
             sizes = self.static_sizes
         else:
@@ -134,38 +144,6 @@ class KernelCall:
             raise BrazeError(f"kernel {self.name} at {self.location}: integer division by zero")
         for slot, tensor in zip(self.outputs, outputs):
             env[slot] = tensor
-
-
-class _NativeKernelCall(KernelCall):
-    """A kernel of a loaded C++ library, called through ctypes."""
-
-    def __init__(self, function, spec: KernelSpec, op, slots: dict):
-        super().__init__(spec, op, slots)
-        self.function = function
-        self.buffer_type = ctypes.c_void_p * (len(self.inputs) + len(self.outputs))
-
-    def launch(self, inputs, outputs, extents, sizes) -> int:
-        pointers = [t.data_ptr() for t in inputs] + [t.data_ptr() for t in outputs]
-        return self.function(self.buffer_type(*pointers), sizes)
-
-
-class CpuKernels:
-    """The CPU target's kernels: one loaded library of C functions."""
-
-    def __init__(self, library):
-        self.library = library
-
-    def _function(self, name: str):
-        function = getattr(self.library, name)
-        function.restype = ctypes.c_int
-        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        return function
-
-    def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
-        return _NativeKernelCall(self._function(spec.name), spec, op, slots)
-
-    def launch_call(self, name: str, calls: list[KernelCall]):
-        return _LaunchCall(self._function(name), calls)
 
 
 def _strides(tensor: torch.Tensor) -> tuple[int, ...]:
@@ -182,69 +160,23 @@ def _contiguous_strides(shape) -> list[int]:
     return strides[::-1]
 
 
-class _LaunchCall:
-    """Several small static kernels started with one call of the library's
-    launch function, which spreads them over the threads.
-
-    Their results are carved from one allocation per dtype (they are small:
-    see plan_launches), so a launch costs one allocation, not one per result.
-    """
-
-    def __init__(self, function, calls: list[KernelCall]):
-        self.function = function
-        self.name = " + ".join(call.name for call in calls)
-        self.inputs = [slot for call in calls for slot in call.inputs]
-        self.outputs = [slot for call in calls for slot in call.outputs]
-        results = [(tuple(shape), dtype) for call in calls
-                   for shape, dtype in zip(call.static_shapes, call.result_dtypes)]
-        # Per dtype: total elements, each result's element count, and where
-        # each result sits in the output list and in the pointer list.
-        self.pools = {}
-        for number, (shape, dtype) in enumerate(results):
-            pool = self.pools.setdefault(dtype, ([], []))
-            pool[0].append(math.prod(shape))
-            pool[1].append((number, shape))
-        self.result_count = len(results)
-        self.sizes = (ctypes.c_int64 * max(1, sum(len(c.static_sizes) for c in calls)))(
-            *[size for call in calls for size in call.static_sizes])
-
-    def __call__(self, env: list) -> None:
-        inputs = [env[slot] for slot in self.inputs]
-        inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
-        pointers = [t.data_ptr() for t in inputs]
-        outputs = [None] * self.result_count
-        result_pointers = [0] * self.result_count
-        for dtype, (counts, places) in self.pools.items():
-            pool = torch.empty(sum(counts), dtype=dtype)
-            address, itemsize = pool.data_ptr(), pool.element_size()
-            for piece, count, (number, shape) in zip(pool.split(counts), counts, places):
-                # view() costs a microsecond: skip it where split's piece fits.
-                outputs[number] = piece if len(shape) == 1 else piece.view(shape)
-                result_pointers[number] = address
-                address += count * itemsize
-        buffers = array.array("q", pointers + result_pointers)
-        if self.function(buffers.buffer_info()[0], self.sizes):
-            raise BrazeError(f"kernels {self.name}: integer division by zero")
-        for slot, tensor in zip(self.outputs, outputs):
-            env[slot] = tensor
-
-
 class _HostCall:
-    """An op run through its reference handler (torch CPU ops)."""
+    """An op run through its host-op handler (torch, on the tensors' device)."""
 
-    def __init__(self, op, slots: dict, interpreter: Interpreter):
+    def __init__(self, op, slots: dict, context: HostContext):
         self.op = op
         self.name = op.operation.name
-        self.handler = HANDLERS.get(self.name)
+        self.handler = HOST_OPS.get(self.name)
         if self.handler is None:
-            raise BrazeError(f"the CPU backend cannot run '{self.name}' "
-                             f"(at {format_location(op.operation.location)})")
+            raise BrazeError(f"braze's runtime cannot run '{self.name}' "
+                             f"(at {format_location(op.operation.location)}): it is not a host op "
+                             f"(braze.hostops) and braze-lower-kernels left it outside a kernel")
         self.operands = [slots[v] for v in op.operation.operands]
         self.results = [slots[v] for v in op.operation.results]
-        self.interpreter = interpreter
+        self.context = context
 
     def __call__(self, env: list) -> None:
-        values = self.handler(self.op, [env[s] for s in self.operands], self.interpreter)
+        values = self.handler(self.op, [env[s] for s in self.operands], self.context)
         for slot, value in zip(self.results, values):
             env[slot] = value
 
@@ -275,12 +207,12 @@ def _is_fast_view(op) -> bool:
 
 
 class _ConvolutionCall(_HostCall):
-    """A convolution through torch (oneDNN), in the memory format the op
-    asks for: the input converted to it per call (unless it is in it
+    """A convolution through torch (oneDNN, cuDNN), in the memory format the
+    op asks for: the input converted to it per call (unless it is in it
     already), a constant weight once, here; the result stays in it."""
 
-    def __init__(self, op, slots: dict, interpreter: Interpreter, template: dict):
-        super().__init__(op, slots, interpreter)
+    def __init__(self, op, slots: dict, context: HostContext, template: dict):
+        super().__init__(op, slots, context)
         self.arguments = convolution_arguments(op)
         self.layout = convolution_layout(op) if "memory_format" in op.attributes else None
         self.weight = None
@@ -314,19 +246,45 @@ class _ExternCall:
             env[slot] = value
 
 
+class StepFactory:
+    """A target's runtime for its compiled kernels, as `Program` uses it
+    (`Target.build` returns one in `Built.kernels`):
+
+    * `device`: the torch device its kernels read and write (every tensor of
+      the program lives there);
+    * `kernel_call(spec, op, slots)`: the step running one `braze.kernel` op
+      (`spec` its launch ABI from codegen/analysis.py, `slots` SSA value ->
+      slot number): a `KernelCall` subclass defining `launch`;
+    * `launch_call(name, calls)`: one step running several kernel steps at
+      once, for a target whose `emit` plans launch groups (`Unit.launches`;
+      only the CPU's does).
+    """
+
+    device = torch.device("cpu")
+
+    def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
+        raise NotImplementedError
+
+    def launch_call(self, name: str, calls: list[KernelCall]):
+        raise BrazeError(f"{type(self).__name__} has no launch groups (asked for {name})")
+
+
 class Program:
     """A compiled function, callable on torch tensors or numpy arrays."""
 
-    def __init__(self, module_op: ir.Operation, func_op, kernels_runtime, kernels: list[KernelSpec],
-                 launches: dict[str, list[str]], parameters: dict[str, Any] | None):
+    def __init__(self, module_op: ir.Operation, func_op, kernels_runtime: StepFactory | None,
+                 kernels: list[KernelSpec], launches: dict[str, list[str]], parameters: dict[str, Any] | None,
+                 device: str | torch.device = "cpu"):
         """`kernels`: the specs of the function's braze.kernel ops, in order;
         `launches`: launch function -> the consecutive kernels it starts;
-        `kernels_runtime`: the target's step factory for them (`kernel_call`,
-        `launch_call`; see `CpuKernels`)."""
+        `kernels_runtime`: the target's step factory for them (None when
+        there are none); `device`: where the program's tensors live (its
+        arguments must be there; constants and parameters go there)."""
         self.name = func_op.attributes["sym_name"].value
         self.argument_types = list(func_op.type.inputs)
         self.kernels_runtime = kernels_runtime
-        interpreter = Interpreter(module_op, parameters)
+        self.device = torch.device(device)
+        context = HostContext(parameters, self.device)
         block = func_op.regions[0].blocks[0]
         slots: dict[ir.Value, int] = {}
 
@@ -350,7 +308,7 @@ class Program:
                 self.output_slots = operand_slots
                 break
             if name in _CONSTANT:
-                values = interpreter.run_op(op, [])
+                values = run_op(op, [], context)
                 for result, value in zip(result_slots, values):
                     if isinstance(value, torch.Tensor) and not value.is_contiguous():
                         value = value.contiguous()
@@ -361,13 +319,12 @@ class Program:
             elif name == "braze.extern":
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
-                call = _ConvolutionCall(op, slots, interpreter, template)
+                call = _ConvolutionCall(op, slots, context, template)
             elif _is_fast_view(op):
                 call = _ViewCall(op, slots)
             else:
-                call = _HostCall(op, slots, interpreter)
-            foldable = name != "func.call" and getattr(call, "deterministic", True)
-            if foldable and all(slot_number in template for slot_number in operand_slots):
+                call = _HostCall(op, slots, context)
+            if getattr(call, "deterministic", True) and all(slot_number in template for slot_number in operand_slots):
                 # Every input is known now (an iota, a mask built from
                 # constants): run it once, here, instead of on every call.
                 env = [template.get(i) for i in range(len(slots))]
@@ -393,7 +350,7 @@ class Program:
         self.copied_outputs = [i for i, s in enumerate(self.output_slots)
                                if s not in fresh or self.output_slots.index(s) != i]
         self.steps = self._with_releases(steps)
-        self._arguments = _ArgumentCheck(func_op, module_op)
+        self._arguments = _ArgumentCheck(func_op, module_op, self.device)
 
     @staticmethod
     def _with_launches(steps, kernels_runtime, launches: dict[str, list[str]]):
@@ -485,8 +442,7 @@ class Program:
         as_numpy = not self._arguments.fast(arguments)
         if as_numpy:
             as_numpy = any(isinstance(a, np.ndarray) for a in arguments)
-            arguments = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in arguments]
-            check_arguments(self.name, self.argument_types, arguments)
+            arguments = self._arguments.full(self.name, self.argument_types, arguments)
         self._arguments.bind(arguments)
         env = list(self.template)
         for slot_number, value in zip(self.argument_slots, arguments):
@@ -500,7 +456,7 @@ class Program:
             if isinstance(outputs[number], torch.Tensor):
                 outputs[number] = outputs[number].clone()
         if as_numpy:
-            outputs = [o.numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
+            outputs = [o.cpu().numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
         return outputs
 
 
@@ -515,10 +471,14 @@ def _last_uses(steps) -> dict[int, int]:
 
 class _ArgumentCheck:
     """The entry checks, prepared once: a fast test that accepts well-typed
-    torch arguments, the full `check_arguments` (precise messages, numpy)
-    otherwise, and symbol binding when some dim is dynamic."""
+    torch arguments on the program's device, the full checks (precise
+    messages, numpy) otherwise, and symbol binding when some dim is
+    dynamic."""
 
-    def __init__(self, func_op, module_op):
+    def __init__(self, func_op, module_op, device: torch.device):
+        self.device = device
+        # `is_cpu` is the cheapest device test: a call checks every argument.
+        self.on_host = device.type == "cpu"
         dynamic = ir.ShapedType.get_dynamic_size()
         self.expected = []
         for type_ in func_op.type.inputs:
@@ -542,7 +502,8 @@ class _ArgumentCheck:
                     return False
                 continue
             dtype, rank, whole, static = expected
-            if not isinstance(value, torch.Tensor) or value.dtype != dtype or not value.is_cpu:
+            if not isinstance(value, torch.Tensor) or value.dtype != dtype or (
+                    not value.is_cpu if self.on_host else value.device != self.device):
                 return False
             if whole is not None:
                 if value.shape != whole:
@@ -550,6 +511,19 @@ class _ArgumentCheck:
             elif value.dim() != rank or any(value.shape[d] != size for d, size in static):
                 return False
         return True
+
+    def full(self, name: str, types: list, arguments) -> list:
+        """The arguments, numpy arrays copied to the device as tensors,
+        after `check_arguments` and a check that every tensor is on the
+        program's device."""
+        arguments = [torch.from_numpy(a).to(self.device) if isinstance(a, np.ndarray) else a
+                     for a in arguments]
+        check_arguments(name, types, arguments)
+        for number, value in enumerate(arguments):
+            if isinstance(value, torch.Tensor) and value.device != self.device:
+                raise BrazeError(f"argument #{number} is on device {value.device}, but @{name} was "
+                                 f"compiled for a target whose tensors live on {self.device}")
+        return arguments
 
     def bind(self, arguments) -> None:
         if self.symbolic:

@@ -18,7 +18,7 @@ import torch
 
 from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError
-from braze.runtime.executor import KernelCall
+from braze.runtime.executor import KernelCall, StepFactory
 
 
 @functools.lru_cache(maxsize=None)
@@ -79,7 +79,7 @@ class _OpenCLKernelCall(KernelCall):
         return int(failed[0])
 
 
-class OpenCLKernels:
+class OpenCLKernels(StepFactory):
     """The OpenCL target's step factory over one built program."""
 
     def __init__(self, program):
@@ -88,6 +88,3 @@ class OpenCLKernels:
 
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
         return _OpenCLKernelCall(self.kernels[spec.name], spec, op, slots)
-
-    def launch_call(self, name: str, calls):
-        raise BrazeError(f"the OpenCL target has no launch groups (asked for {name})")

@@ -34,7 +34,7 @@ import torch
 from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError
 from braze.runtime.autotune import Config, Tuner, shape_class
-from braze.runtime.executor import KernelCall
+from braze.runtime.executor import KernelCall, StepFactory
 
 
 def interpreting() -> bool:
@@ -160,7 +160,7 @@ class _TritonKernelCall(KernelCall):
         return int(failed.item()) if failed is not None else 0
 
 
-class TritonKernels:
+class TritonKernels(StepFactory):
     """The Triton target's step factory over one loaded module."""
 
     def __init__(self, module, tuner: Tuner):
@@ -172,6 +172,3 @@ class TritonKernels:
         # The tuning cache's key: the kernel's own text (not its module's).
         source_hash = hashlib.sha256(inspect.getsource(function.fn).encode()).hexdigest()
         return _TritonKernelCall(function, spec, op, slots, self.tuner, source_hash)
-
-    def launch_call(self, name: str, calls):
-        raise BrazeError(f"the Triton target has no launch groups (asked for {name})")

@@ -55,7 +55,7 @@ class TargetOptions:
 @dataclass
 class Built:
     """What `Target.build` returns: the step factory over the loaded binary
-    (`kernel_call`, `launch_call`), and what the compile reports."""
+    (a `braze.runtime.executor.StepFactory`), and what the compile reports."""
 
     kernels: Any
     source_path: Any
@@ -116,6 +116,11 @@ class Target:
 
     def build(self, unit: Unit, options: TargetOptions) -> Built:
         raise NotImplementedError
+
+    def run_device(self) -> str:
+        """The torch device a program compiled now runs on: its tensors
+        live there (a GPU target's is the current device of its type)."""
+        return self.device
 
     def compiler_missing(self) -> str | None:
         """Why this target cannot compile here (None: it can)."""

@@ -1,8 +1,9 @@
-"""Targets whose kernels compile here through the content-hash cache
-(`compile_artifact`): CUDA and HIP have no runtime in this build yet
-(compiling a program for them is refused with the reason), Metal runs in
-the C++ shim (target/metal_shim). Also the toolchains they build with, and
-ocloc for the OpenCL C."""
+"""Targets whose kernels compile through the content-hash cache
+(`compile_artifact`): CUDA runs through NVRTC and the driver API
+(runtime/cuda.py) where torch sees a CUDA device; HIP has no runtime in this
+build yet (compiling a program for it is refused with the reason); Metal
+runs in the C++ shim (target/metal_shim). Also the toolchains they build
+with, and ocloc for the OpenCL C."""
 
 from __future__ import annotations
 
@@ -148,7 +149,8 @@ class NvrtcToolchain(Toolchain):
 
 @dataclass(frozen=True)
 class CudaOptions(GpuOptions):
-    arch: str = "sm_90"
+    # "sm_90", "sm_90a", ...; "" = the current device's (sm_90 without one).
+    arch: str = ""
     # "nvrtc" (PyPI, in process) or "nvcc" (the CUDA toolkit).
     compiler: str = "nvrtc"
 
@@ -164,8 +166,9 @@ class MetalOptions(GpuOptions):
 
 
 class CompileOnlyTarget(Target):
-    """Emits and builds kernels; compiling a program to run is refused (no
-    runtime yet) unless a subclass has one."""
+    """Emits and builds kernels through the cache; compiling a program to
+    run is refused (no runtime yet) unless a subclass has one (`build`,
+    `device_missing`: CUDA, Metal)."""
 
     gpu = True
 
@@ -189,22 +192,60 @@ class CompileOnlyTarget(Target):
 
 
 class CudaTarget(CompileOnlyTarget):
+    """CUDA C++ (codegen/cuda.py) built by NVRTC (or nvcc) into one cubin
+    per function and run by runtime/cuda.py on torch's current CUDA device."""
+
     name = "cuda"
     device = "cuda"
     options_type = CudaOptions
     install = "pip install 'braze[cuda]' (NVRTC and cuda-bindings), or the CUDA toolkit's nvcc"
 
-
     def options(self, given=None):
         options = super().options(given)
         if options.compiler not in ("nvrtc", "nvcc"):
             raise BrazeError(f"cuda option compiler must be 'nvrtc' or 'nvcc', got {options.compiler!r}")
-        if not re.fullmatch(r"sm_\d+a?", options.arch):
+        if options.arch and not re.fullmatch(r"sm_\d+a?", options.arch):
             raise BrazeError(f"cuda option arch must look like sm_90, got {options.arch!r}")
         return options
 
     def toolchain(self, options: CudaOptions, unit: Unit) -> Toolchain:
-        return NvrtcToolchain(options.arch) if options.compiler == "nvrtc" else NvccToolchain(options.arch)
+        arch = options.arch or self.device_arch()
+        return NvrtcToolchain(arch) if options.compiler == "nvrtc" else NvccToolchain(arch)
+
+    def device_arch(self) -> str:
+        """The current CUDA device's arch (sm_90 where there is none)."""
+        import torch
+
+        if not torch.cuda.is_available():
+            return "sm_90"
+        major, minor = torch.cuda.get_device_capability()
+        return f"sm_{major}{minor}"
+
+    def run_device(self) -> str:
+        import torch
+
+        return f"cuda:{torch.cuda.current_device()}"
+
+    def build(self, unit: Unit, options: CudaOptions) -> Built:
+        """A cubin for the current device's arch (unless `arch` says
+        otherwise), loaded and launched through the driver API."""
+        from braze.runtime.cuda import CudaKernels
+
+        path, cubin, hit = self.compile_artifact(unit, options)
+        return Built(CudaKernels(cubin, self.run_device()), path, hit)
+
+    def device_missing(self) -> str | None:
+        import torch
+
+        if torch.version.cuda is None:
+            return f"this torch ({torch.__version__}) is built without CUDA"
+        if not torch.cuda.is_available():
+            return "torch sees no CUDA device (torch.cuda.is_available() is False)"
+        try:
+            from cuda.bindings import driver  # noqa: F401
+        except ImportError:
+            return "cuda-bindings (the CUDA driver API) is not installed"
+        return None
 
     def compiler_missing(self) -> str | None:
         try:

@@ -24,7 +24,7 @@ class CpuTarget(Target):
         return NativeCache(directory=options.cache_dir, flags=DEFAULT_FLAGS + COMPILE_FLAGS, salt=options.key())
 
     def build(self, unit: Unit, options: TargetOptions) -> Built:
-        from braze.runtime.executor import CpuKernels
+        from braze.runtime.cpu import CpuKernels
 
         cache = self._cache(options)
         library = cache.load(unit.source)

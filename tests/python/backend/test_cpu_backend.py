@@ -15,12 +15,6 @@ sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "fronte
 from test_models import MODELS, _inputs, _model, assert_close  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
 @pytest.mark.parametrize("name", MODELS)
 def test_compiled_models_match_eager(name):
     model, args = _model(name), _inputs(name)
@@ -97,6 +91,7 @@ def test_second_compile_hits_the_cache_without_a_compiler(logging_compiler):
     torch.testing.assert_close(second(x)[0], first(x)[0])
 
 
+@pytest.mark.slow
 def test_four_processes_compile_one_graph_into_one_artifact(private_cache, logging_compiler):
     script = textwrap.dedent(f"""
         import torch, braze

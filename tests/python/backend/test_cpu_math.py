@@ -13,11 +13,6 @@ import braze
 from braze.testing.modules import Apply
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def compiled(function, *args):
     return braze.compile(Apply(function), args)
 

@@ -15,6 +15,7 @@ SAMPLES_PER_DTYPE = 2
 DTYPES = (torch.float32, torch.int64, torch.bool, torch.bfloat16)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["reference", "cpu"])
 @pytest.mark.parametrize("name", sorted(INFOS))
 def test_opinfo_samples(name, backend):

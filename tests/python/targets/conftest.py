@@ -24,9 +24,3 @@ def need_program(name: str) -> str:
     path = shutil.which(name)
     need(name, None if path else f"{name} is not on PATH")
     return path
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    # One cache per test session: targets' builds are shared between tests.
-    monkeypatch.setenv("BRAZE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "target-cache"))

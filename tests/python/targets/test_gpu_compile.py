@@ -76,6 +76,7 @@ def test_a_compile_failure_names_the_message_and_the_kept_source(monkeypatch):
     assert "braze test failure" in message and "source.cu; the source is kept there" in message
 
 
+@pytest.mark.slow
 def test_nvrtc_builds_the_opinfo_samples_kernels():
     """One float32 and one bfloat16 OpInfo sample per op: its kernels as CUDA
     C++, built by NVRTC for sm_90 (all of an op's kernels in one source)."""

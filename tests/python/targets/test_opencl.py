@@ -29,6 +29,7 @@ def test_second_compile_hits_the_cache():
         braze.compile_mlir(text, target="opencl", options={"threads": 100})
 
 
+@pytest.mark.slow
 def test_opinfo_samples_run_on_pocl():
     """One OpInfo sample per op in float32 and bfloat16 (benchmarks/opinfo_report.py
     style; the whole set, 2 samples x 4 dtypes, passed on PoCL when this was written)."""

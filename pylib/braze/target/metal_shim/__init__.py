@@ -10,8 +10,7 @@ import ctypes
 from pathlib import Path
 
 from braze.codegen.analysis import KernelSpec
-from braze.errors import BrazeError
-from braze.runtime.executor import KernelCall
+from braze.runtime.executor import KernelCall, StepFactory
 from braze.runtime.native_cache import Toolchain
 
 SHIM = Path(__file__).parent
@@ -89,7 +88,7 @@ class _ShimKernelCall(KernelCall):
         return self.function(self.buffer_type(*pointers), sizes, blocks)
 
 
-class ShimKernels:
+class ShimKernels(StepFactory):
     """The Metal target's step factory over the shim library."""
 
     def __init__(self, library):
@@ -100,6 +99,3 @@ class ShimKernels:
         function.restype = ctypes.c_int
         function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
         return _ShimKernelCall(function, spec, op, slots)
-
-    def launch_call(self, name: str, calls):
-        raise BrazeError(f"the Metal shim has no launch groups (asked for {name})")

@@ -1,8 +1,9 @@
 """`braze.extern`: the aten call its attributes describe, through torch.
 
 `prepare_extern(op)` decodes the attributes once and returns a function of
-the operands' runtime values; the reference handler and the executor both
-use it, so an extern op has one meaning everywhere.
+the operands' runtime values; the handler below (which the reference
+interpreter runs) and the runtime's prepared extern step both use it, so an
+extern op has one meaning everywhere.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import Any, Callable
 import torch
 from mlir import ir
 
-from braze.reference.dtypes import torch_dtype
-from braze.reference.registry import handles, op_error
+from braze.hostops.dtypes import torch_dtype
+from braze.hostops.table import handles, op_error
 
 _OBJECTS = {
     "device": torch.device,
@@ -102,5 +103,5 @@ def prepare_extern(op) -> Callable[[list], list]:
 
 
 @handles("braze.extern")
-def extern(op, operands, interpreter):
+def extern(op, operands, context):
     return prepare_extern(op)(operands)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from braze.reference.dtypes import is_dynamic
-from braze.reference.registry import handles, op_error
+from braze.hostops.dtypes import is_dynamic, result_dtype
+from braze.hostops.table import handles, op_error
 
 
 def _result_shape(op) -> list[int]:
@@ -27,7 +27,7 @@ def _take_sizes(op, sizes: list[int], needed: int) -> list[int]:
 
 
 @handles("braze.reshape")
-def reshape(op, operands, interpreter):
+def reshape(op, operands, context):
     input_, *sizes = operands
     shape = _result_shape(op)
     dynamic = [i for i, size in enumerate(shape) if is_dynamic(size)]
@@ -49,13 +49,13 @@ def reshape(op, operands, interpreter):
 
 
 @handles("braze.permute")
-def permute(op, operands, interpreter):
+def permute(op, operands, context):
     (input_,) = operands
     return [input_.permute(list(op.permutation))]
 
 
 @handles("braze.expand")
-def expand(op, operands, interpreter):
+def expand(op, operands, context):
     input_, *sizes = operands
     input_type = op.operation.operands[0].type
     shape = _result_shape(op)
@@ -80,7 +80,7 @@ def expand(op, operands, interpreter):
 
 
 @handles("braze.slice")
-def slice_(op, operands, interpreter):
+def slice_(op, operands, context):
     (input_,) = operands
     dim, start, end, step = (op.dim.value, op.start.value, op.end.value, op.step.value)
     # Python slicing clamps `end` (and `start`) to the dim's size.
@@ -89,12 +89,12 @@ def slice_(op, operands, interpreter):
 
 
 @handles("braze.concat")
-def concat(op, operands, interpreter):
+def concat(op, operands, context):
     return [torch.cat(operands, dim=op.dim.value)]
 
 
 @handles("braze.take")
-def take(op, operands, interpreter):
+def take(op, operands, context):
     table, indices = operands
     dim = op.dim.value
     limit = table.shape[dim]
@@ -109,7 +109,7 @@ def take(op, operands, interpreter):
 
 
 @handles("braze.iota")
-def iota(op, operands, interpreter):
+def iota(op, operands, context):
     (length,) = operands if operands else (None,)
     (static_length,) = _result_shape(op)
     if length is None:
@@ -117,5 +117,5 @@ def iota(op, operands, interpreter):
     if length < 0:
         raise op_error(op, f"size {length} is negative")
     # Element i is start + i*step, computed in f64 and then converted.
-    values = op.start.value + torch.arange(length, dtype=torch.float64) * op.step.value
-    return [values.to(interpreter.result_dtype(op))]
+    values = op.start.value + torch.arange(length, dtype=torch.float64, device=context.device) * op.step.value
+    return [values.to(result_dtype(op))]

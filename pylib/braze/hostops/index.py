@@ -1,12 +1,11 @@
-"""Ops with regions or callees (`func.call`, `braze.group`) and the upstream
-ops captured programs contain: `tensor.dim` and `arith` integer arithmetic on
-`index` (and iN) scalars held as Python ints."""
+"""Index arithmetic: `tensor.dim` and `arith` integer arithmetic on `index`
+(and iN) scalars held as Python ints."""
 
 from __future__ import annotations
 
 from mlir import ir
 
-from braze.reference.registry import handles, op_error
+from braze.hostops.table import handles, op_error
 
 
 def _bit_width(type_: ir.Type) -> int:
@@ -51,7 +50,7 @@ _DIVISIONS = {"arith.floordivsi", "arith.divsi", "arith.ceildivsi", "arith.remsi
 
 
 @handles(*_INTEGER_BINARY)
-def integer_binary(op, operands, interpreter):
+def integer_binary(op, operands, context):
     lhs, rhs = (int(v) for v in operands)
     name = op.operation.name
     if name in _DIVISIONS and rhs == 0:
@@ -61,27 +60,15 @@ def integer_binary(op, operands, interpreter):
 
 
 @handles("arith.index_cast")
-def index_cast(op, operands, interpreter):
+def index_cast(op, operands, context):
     (value,) = operands
     # Narrowing truncates; widening sign-extends, which a Python int already is.
     return [_wrap(int(value), _bit_width(op.operation.results[0].type))]
 
 
 @handles("tensor.dim")
-def tensor_dim(op, operands, interpreter):
+def tensor_dim(op, operands, context):
     tensor, dim = operands
     if not 0 <= dim < tensor.dim():
         raise op_error(op, f"dim {dim} is out of range for a tensor of rank {tensor.dim()}")
     return [int(tensor.shape[dim])]
-
-
-@handles("func.call")
-def call(op, operands, interpreter):
-    callee = op.attributes["callee"].value
-    return interpreter.call(callee, operands, caller=op)
-
-
-@handles("braze.group")
-def group(op, operands, interpreter):
-    # A fusion group computes exactly what its body's ops compute.
-    return interpreter.run_region(op, operands, "braze.yield")

@@ -9,8 +9,8 @@ import numpy as np
 import torch
 from mlir import ir
 
-from braze.reference.dtypes import torch_dtype, type_mismatch
-from braze.reference.registry import handles, op_error
+from braze.hostops.dtypes import torch_dtype, type_mismatch
+from braze.hostops.table import handles, op_error
 
 # `dense<...>` as MLIR prints it: a nested list, or hex bytes in quotes.
 _DENSE_BODY = re.compile(r'^dense<(?P<body>.*)>\s*:\s*tensor<.*>$', re.S)
@@ -72,20 +72,20 @@ def tensor_from_elements(attribute: ir.Attribute) -> torch.Tensor:
 
 
 @handles("braze.constant")
-def constant(op, operands, interpreter):
+def constant(op, operands, context):
     try:
-        return [tensor_from_elements(op.attributes["value"])]
+        return [tensor_from_elements(op.attributes["value"]).to(context.device)]
     except (ValueError, RuntimeError) as error:
         raise op_error(op, str(error)) from None
 
 
 @handles("arith.constant")
-def arith_constant(op, operands, interpreter):
+def arith_constant(op, operands, context):
     attribute = op.attributes["value"]
     result_type = op.operation.results[0].type
     try:
         if isinstance(result_type, ir.RankedTensorType):
-            return [tensor_from_elements(attribute)]
+            return [tensor_from_elements(attribute).to(context.device)]
         if isinstance(result_type, ir.IntegerType) and result_type.width == 1:
             return [bool(_scalar_value(attribute))]
         return [_scalar_value(attribute)]
@@ -94,18 +94,18 @@ def arith_constant(op, operands, interpreter):
 
 
 @handles("braze.parameter")
-def parameter(op, operands, interpreter):
+def parameter(op, operands, context):
     name = op.attributes["name"].value
-    if name not in interpreter.parameters:
+    if name not in context.parameters:
         raise op_error(op, f"parameter {name!r} is not among the parameters given")
-    value = interpreter.parameters[name]
+    value = context.parameters[name]
     if isinstance(value, np.ndarray):
         value = torch.from_numpy(value)
     if not isinstance(value, torch.Tensor):
         raise op_error(op, f"parameter {name!r} is a {type(value).__name__}, not a tensor")
     result_type = op.operation.results[0].type
-    problem = type_mismatch(value.cpu(), result_type)
+    problem = type_mismatch(value, result_type)
     if problem is not None:
         raise op_error(op, f"parameter {name!r} {problem}")
-    return [value.cpu()]
+    return [value.to(context.device)]
 

@@ -1,28 +1,29 @@
 """Matrix products (matmul, bmm, addmm), attention and convolutions: the
-library ops."""
+library ops, run by torch through the vendor library of the operands'
+device (a BLAS and oneDNN on the CPU, cuBLAS and cuDNN on CUDA)."""
 
 from __future__ import annotations
 
 import torch
 from mlir import ir
 
-from braze.reference.registry import handles, op_error
+from braze.hostops.table import handles, op_error
 
 
 @handles("braze.matmul")
-def matmul(op, operands, interpreter):
+def matmul(op, operands, context):
     lhs, rhs = operands
     return [torch.mm(lhs, rhs)]
 
 
 @handles("braze.bmm")
-def bmm(op, operands, interpreter):
+def bmm(op, operands, context):
     lhs, rhs = operands
     return [torch.bmm(lhs, rhs)]
 
 
 @handles("braze.addmm")
-def addmm(op, operands, interpreter):
+def addmm(op, operands, context):
     bias, lhs, rhs = operands
     beta, alpha = op.beta.value, op.alpha.value
     if not lhs.dtype.is_floating_point:
@@ -50,7 +51,7 @@ def convolution_layout(op) -> torch.memory_format:
 
 
 @handles("braze.attention")
-def attention(op, operands, interpreter):
+def attention(op, operands, context):
     """PyTorch's scaled_dot_product_attention (its fused CPU kernel)."""
     query, key, value, *mask = operands
     attributes = op.attributes
@@ -61,7 +62,7 @@ def attention(op, operands, interpreter):
 
 
 @handles("braze.convolution")
-def convolution(op, operands, interpreter):
+def convolution(op, operands, context):
     """`memory_format` only changes how fast the library runs: ignored here."""
     input_, weight, *bias = operands
     return [torch.ops.aten.convolution.default(input_, weight, bias[0] if bias else None,

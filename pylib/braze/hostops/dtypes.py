@@ -26,13 +26,18 @@ def torch_dtype(element_type: ir.Type) -> torch.dtype:
     """The torch dtype of an MLIR element type; BrazeError for others."""
     name = str(element_type)
     if name not in TORCH_DTYPES:
-        raise BrazeError(f"the reference interpreter has no torch dtype for element type {name}")
+        raise BrazeError(f"braze has no torch dtype for element type {name}")
     return TORCH_DTYPES[name]
 
 
 def mlir_name(dtype: torch.dtype) -> str:
     """`torch.float32` as `f32`, for messages; other dtypes as torch prints them."""
     return _MLIR_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def result_dtype(op) -> torch.dtype:
+    """The torch dtype of an op's first result (a tensor)."""
+    return torch_dtype(op.operation.results[0].type.element_type)
 
 
 def is_dynamic(size: int) -> bool:
@@ -64,4 +69,4 @@ def type_mismatch(value, type_: ir.Type) -> str | None:
         return None if isinstance(value, int) else f"is a {type(value).__name__}, not an {type_}"
     if isinstance(type_, ir.FloatType):
         return None if isinstance(value, float) else f"is a {type(value).__name__}, not a {type_}"
-    return f"has type {type_}, which the reference interpreter does not support"
+    return f"has type {type_}, which braze does not support as a value"

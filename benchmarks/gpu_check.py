@@ -1,0 +1,157 @@
+"""The cuda target on a GPU: the CPU benchmark's models and the capture
+suite, compiled with braze (target="cuda") and compared with eager CUDA,
+with wall time per call and GPU kernel time per call (from the profiler,
+which sees the driver-API launches too). Run it when a session has a GPU;
+never in CI. Finishes in under 8 minutes (models past --budget are listed
+as skipped).
+
+    python benchmarks/gpu_check.py [--runs N] [--budget SECONDS] [--json PATH]
+
+Exits 2 with one line naming the reason where the cuda target cannot run
+(no GPU, no CUDA torch, no cuda-bindings); 1 when a model fails or differs
+from eager; 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests" / "python" / "frontend"))
+
+import braze  # noqa: E402
+from braze import target as targets  # noqa: E402
+
+# Relative error (max |braze - eager| / max |eager|) accepted: float32
+# kernels against cuBLAS/eager reductions in another order.
+TOLERANCE = 1e-3
+
+
+def cases():
+    """(name, build) for every model: build() -> (model, args) on the CPU."""
+    from test_models import MODELS, _inputs, _model
+
+    # benchmarks/cpu/models.py by path: tests/python/frontend has a models.py too.
+    spec = importlib.util.spec_from_file_location("braze_bench_cpu_models", HERE / "cpu" / "models.py")
+    benchmark_models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark_models)
+
+    listed = [(f"bench/{name}", lambda name=name: benchmark_models.build(name)) for name in benchmark_models.MODELS]
+    listed += [(f"capture/{name}", lambda name=name: (_model(name), _inputs(name))) for name in MODELS]
+    return listed
+
+
+def _on_gpu(value):
+    return value.cuda() if isinstance(value, torch.Tensor) else value
+
+
+def _first_tensor(output):
+    if isinstance(output, torch.Tensor):
+        return output
+    return next(t for t in output if isinstance(t, torch.Tensor))
+
+
+def _relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
+    """max |got - expected| / max |expected|; integer and bool results must be equal."""
+    if got.shape != expected.shape or got.device != expected.device:
+        return float("inf")
+    if not expected.is_floating_point():
+        return 0.0 if torch.equal(got, expected) else float("inf")
+    scale = expected.abs().max().item() or 1.0
+    return (got.float() - expected.float()).abs().max().item() / scale
+
+
+def _wall_ms(call, runs: int) -> float:
+    """Median milliseconds per call, synchronised."""
+    times = []
+    for _ in range(runs):
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        call()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - started)
+    return 1000 * sorted(times)[len(times) // 2]
+
+
+def _kernel_ms(call, runs: int) -> tuple[float, int]:
+    """GPU kernel milliseconds per call and kernels per call, from CUPTI."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as traced:
+        for _ in range(runs):
+            call()
+        torch.cuda.synchronize()
+    kernels = [e for e in traced.events() if e.device_type == torch.autograd.DeviceType.CUDA
+               and not e.name.startswith("Memcpy") and not e.name.startswith("Memset")]
+    total_us = sum(e.time_range.elapsed_us() for e in kernels)
+    return total_us / 1000 / runs, round(len(kernels) / runs)
+
+
+def check(name: str, build, runs: int) -> dict:
+    model, args = build()
+    model = model.cuda() if isinstance(model, torch.nn.Module) else model
+    args = tuple(_on_gpu(a) for a in args)
+    with torch.no_grad():
+        started = time.perf_counter()
+        compiled = braze.compile(model, args, target="cuda")
+        compile_s = time.perf_counter() - started
+        error = _relative_error(_first_tensor(compiled(*args)), _first_tensor(model(*args)))
+        row = {"model": name, "kernels": compiled.stats["kernels"], "compile_s": compile_s, "error": error}
+        for engine, call in (("eager", lambda: model(*args)), ("braze", lambda: compiled(*args))):
+            call()  # warm-up
+            row[f"{engine}_ms"] = _wall_ms(call, runs)
+            row[f"{engine}_kernel_ms"], row[f"{engine}_launches"] = _kernel_ms(call, max(runs // 4, 3))
+    return row
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--budget", type=float, default=420.0, help="seconds; later models are skipped")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    cuda = targets.get("cuda")
+    reason = cuda.compiler_missing() or cuda.device_missing()
+    if reason:
+        print(f"gpu_check: the cuda target cannot run here: {reason}", file=sys.stderr)
+        return 2
+    print(f"device: {torch.cuda.get_device_name()}, arch {cuda.device_arch()}")
+    print("| model | kernels | compile s | max rel. error | eager ms | braze ms | eager kernel ms (launches) "
+          "| braze kernel ms (launches) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    started, rows, failed, skipped = time.perf_counter(), [], [], []
+    for name, build in cases():
+        if time.perf_counter() - started > args.budget:
+            skipped.append(name)
+            continue
+        try:
+            row = check(name, build, args.runs)
+        except Exception as error:  # report every model, then fail
+            failed.append(f"{name}: {type(error).__name__}: {str(error)[:300]}")
+            continue
+        rows.append(row)
+        mark = "" if row["error"] <= TOLERANCE else " MISMATCH"
+        if mark:
+            failed.append(f"{name}: max relative error {row['error']:.2e} > {TOLERANCE}")
+        print(f"| {name} | {row['kernels']} | {row['compile_s']:.2f} | {row['error']:.1e}{mark} "
+              f"| {row['eager_ms']:.3f} | {row['braze_ms']:.3f} | {row['eager_kernel_ms']:.3f} "
+              f"({row['eager_launches']}) | {row['braze_kernel_ms']:.3f} ({row['braze_launches']}) |", flush=True)
+    print(f"\n{len(rows)} models in {time.perf_counter() - started:.0f} s")
+    for line in failed:
+        print(f"FAILED {line}")
+    if skipped:
+        print(f"skipped past the {args.budget:.0f} s budget: {', '.join(skipped)}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "failed": failed, "skipped": skipped}, indent=2))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""The host-op table: op name -> function computing the op's results.
+
+A handler receives the op, the runtime values of its operands (torch
+tensors, Python ints and floats, in operand order) and a `HostContext`, and
+returns the list of its result values. It computes with torch on whatever
+device its operands live; what it creates (constants, parameters, iotas)
+goes to the context's device.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+from mlir import ir
+
+from braze.dispatch import DispatchTable
+from braze.errors import BrazeError, format_location
+from braze.hostops.dtypes import type_mismatch
+
+Handler = Callable[[ir.OpView, list[Any], "HostContext"], list[Any]]
+
+HOST_OPS = DispatchTable("host-op handlers")
+handles = HOST_OPS.register
+
+# Torch raises these for bad shapes, dtypes or values; inside a handler they
+# mean the program cannot run on these inputs, which we report against the op.
+TORCH_FAILURES = (RuntimeError, ValueError, IndexError, TypeError, ZeroDivisionError)
+
+
+class HostContext:
+    """What a handler may ask of whoever runs it: the values of
+    `braze.parameter` ops by name, and the device new tensors go to."""
+
+    def __init__(self, parameters: dict[str, Any] | None = None, device: str | torch.device = "cpu"):
+        self.parameters = dict(parameters or {})
+        self.device = torch.device(device)
+
+
+def op_error(op: ir.OpView | ir.Operation, message: str) -> BrazeError:
+    """A BrazeError naming the op and where it is in the source."""
+    operation = op.operation
+    return BrazeError(f"'{operation.name}' at {format_location(operation.location)}: {message}")
+
+
+def run_op(op, operands: list, context: HostContext, table: dict = HOST_OPS,
+           runner: str = "braze's runtime") -> list:
+    """Runs `op` through its handler in `table` and checks what it returns
+    against the op's declared result types; every failure is a BrazeError
+    naming the op (`runner` names who could not run an op it has no
+    handler for)."""
+    name = op.operation.name
+    handler = table.get(name)
+    if handler is None:
+        raise BrazeError(f"{runner} does not support '{name}' (at {format_location(op.operation.location)})")
+    try:
+        results = handler(op, operands, context)
+    except BrazeError:
+        raise
+    except TORCH_FAILURES as error:
+        raise op_error(op, f"cannot run on these operands: {error}") from None
+    declared = list(op.operation.results)
+    if len(results) != len(declared):
+        raise op_error(op, f"produced {len(results)} result(s) for {len(declared)}")
+    for number, (value, result) in enumerate(zip(results, declared)):
+        problem = type_mismatch(value, result.type)
+        if problem is not None:
+            # The computation follows the op's semantics, so the declared
+            # type must be wrong: the IR claims something it does not do.
+            raise op_error(op, f"result #{number} {problem}")
+    return results
