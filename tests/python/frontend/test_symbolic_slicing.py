@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from mlir.dialects import arith
 
 import braze
 
@@ -114,6 +115,49 @@ def test_cache_window_numerics(compile_):
     for s, n in [(4, 1), (9, 2), (32, 4)]:
         args = (torch.randn(2, s, 8), torch.randn(n))
         _close(program(*args), model(*args))
+
+
+class Steps(torch.nn.Module):
+    """narrow with a symbolic start, a slice and an arange with a symbolic
+    step, an arange with a symbolic start, and a row counted from the end."""
+
+    def forward(self, x, n, k):
+        return (x.narrow(1, n.shape[0], 3) * 2, x[:, ::k.shape[0]] + 1, torch.arange(0, x.shape[1], k.shape[0]),
+                torch.arange(n.shape[0], x.shape[1] + 5, 2), x[:, -n.shape[0]] * 3)
+
+
+def test_narrow_steps_and_rows_from_the_end():
+    model = Steps()
+    dims = ({1: torch.export.Dim("s", min=8, max=32)}, {0: torch.export.Dim("p", min=1, max=4)},
+            {0: torch.export.Dim("k", min=1, max=4)})
+    program = braze.compile(model, (torch.randn(2, 12, 8), torch.randn(3), torch.randn(2)), dynamic_shapes=dims)
+    assert not program.exported.imported.externs
+    text = str(program.module)
+    assert "braze.iota start 0.000000e+00 step %" in text and "braze.iota start %" in text
+    for s, n, k in [(8, 1, 1), (13, 4, 3), (32, 2, 4)]:
+        args = (torch.randn(2, s, 8), torch.randn(n), torch.randn(k))
+        _close(program(*args), model(*args))
+
+
+def test_symbolic_bound_of_unknown_sign_is_refused():
+    # torch guards a bound's sign while tracing (here it would ask for
+    # min=3), so only a range that leaves it open reaches the lowering: which
+    # elements the bound selects would be decided per call, and it refuses.
+    from mlir import ir
+
+    from braze.frontend.lowerings.layout import _bound
+
+    class Ranges:
+        def symbol_range(self, position):
+            return -2, 5
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            start = arith.ConstantOp(ir.IndexType.get(), 0).result
+            with pytest.raises(braze.BrazeError, match=r"symbolic start whose sign is unknown \(range \[-2, 5\]\): "
+                                                        r"give the size a range that decides it"):
+                _bound(Ranges(), start, 12, 2, "start")
 
 
 class SplitHeads(torch.nn.Module):
