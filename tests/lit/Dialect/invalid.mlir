@@ -799,3 +799,23 @@ func.func @attention_mask_and_causal(%q: tensor<2x8x64xf32>, %m: tensor<8x8xi1>)
   %0 = braze.attention %q, %q, %q mask %m causal : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<8x8xi1> -> tensor<2x8x64xf32>
   return
 }
+
+// -----
+
+// Tests that a symbolic slice bound needs its operand.
+func.func @slice_bound_without_operand(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{has 0 bound operand(s) for 1 symbolic bound(s)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "braze.slice"(%a) <{dim = 1 : i64, static_bounds = array<i64: 0, -9223372036854775808, 1>}> : (tensor<4x8xf32>) -> tensor<4x?xf32>
+  return
+}
+
+// -----
+
+// Tests that a slice has exactly three bounds.
+func.func @slice_two_bounds(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{needs 3 bounds (start, end, step), got 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "braze.slice"(%a) <{dim = 1 : i64, static_bounds = array<i64: 0, 4>}> : (tensor<4x8xf32>) -> tensor<4x4xf32>
+  return
+}
