@@ -110,10 +110,12 @@ class Builder:
         static = shape_of(value)[d]
         return static if static is not None else self.dim(value, d)
 
-    def symbol_range(self, position: int) -> tuple[int | float, int | float]:
+    def symbol_range(self, position: int, name: str) -> tuple[int | float, int | float]:
         """The inclusive range torch knows for the node's SymInt argument at
-        `position` (from the shape symbols' ranges and the expression)."""
-        value = self.node.args[position].meta["val"]
+        `position` (or keyword `name`), from the shape symbols' ranges and
+        the expression."""
+        argument = self.node.args[position] if position < len(self.node.args) else self.node.kwargs[name]
+        value = argument.meta["val"]
         if not isinstance(value, torch.SymInt):
             value = int(value)
             return value, value

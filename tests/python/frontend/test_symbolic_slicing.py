@@ -119,11 +119,12 @@ def test_cache_window_numerics(compile_):
 
 class Steps(torch.nn.Module):
     """narrow with a symbolic start, a slice and an arange with a symbolic
-    step, an arange with a symbolic start, and a row counted from the end."""
+    step, an arange with a symbolic start, a row counted from the end, and
+    constant negative bounds on a dynamic dim."""
 
     def forward(self, x, n, k):
         return (x.narrow(1, n.shape[0], 3) * 2, x[:, ::k.shape[0]] + 1, torch.arange(0, x.shape[1], k.shape[0]),
-                torch.arange(n.shape[0], x.shape[1] + 5, 2), x[:, -n.shape[0]] * 3)
+                torch.arange(n.shape[0], x.shape[1] + 5, 2), x[:, -n.shape[0]] * 3, x[:, :-1] * 4, x[:, -3:] * 5)
 
 
 def test_narrow_steps_and_rows_from_the_end():
@@ -148,7 +149,7 @@ def test_symbolic_bound_of_unknown_sign_is_refused():
     from braze.frontend.lowerings.layout import _bound
 
     class Ranges:
-        def symbol_range(self, position):
+        def symbol_range(self, position, name):
             return -2, 5
 
     with ir.Context(), ir.Location.unknown():

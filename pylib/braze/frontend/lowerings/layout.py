@@ -103,10 +103,12 @@ def _bound(b, value, dim_size, position: int, what: str):
     if not is_index(value):
         if value >= 0:
             return value
-        if not is_index(dim_size) and dim_size is not None:
+        if not is_index(dim_size):
             return max(value + dim_size, 0)
-        return arith.AddIOp(b.index(dim_size), b.index(value)).result
-    lower, upper = b.symbol_range(position)
+        # A constant keeps Python's meaning on a dynamic dim too: clamped at 0.
+        from_end = arith.AddIOp(dim_size, b.index(value)).result
+        return arith.MaxSIOp(from_end, b.index(0)).result
+    lower, upper = b.symbol_range(position, what)
     if lower >= 0:
         return value
     if upper < 0:
@@ -137,7 +139,7 @@ def slice_(b, x, dim=0, start=None, end=None, step=1):
     if not is_index(start) and not is_index(end):
         end = max(end, start)
     if is_index(step):
-        lower, _ = b.symbol_range(4)
+        lower, _ = b.symbol_range(4, "step")
         if lower < 1:
             raise BrazeError("slice with a symbolic step needs a range that keeps it >= 1")
     return b.slice(x, dim, start, end, step, b.out_type())
