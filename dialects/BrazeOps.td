@@ -394,12 +394,13 @@ def Braze_SliceOp : Braze_InferredOp<"slice"> {
     bound is a constant or an `index` operand (a symbolic bound: `x[:s]`,
     `x[:, n - s:]`), written `[start : end : step]`.
 
-    Constant bounds need `0 <= start <= end` and `step >= 1`; an `end` past
-    the dim's size stops at the size, as in Python. Operand bounds are
-    checked when the op runs: `0 <= start <= end <= size` and `step >= 1`
-    (with a constant start or end taking part as given), and a violation is
-    a run-time error, never a clamp or an out-of-range read. A slice with an
-    operand bound has a dynamic result dim unless the producer knows it.
+    Constant bounds need `0 <= start <= end` and `step >= 1`; a constant
+    `end` past the dim's size stops at the size, as in Python. Operand
+    bounds are checked when the op runs: a symbolic start must lie in
+    `[0, end]` (`end` after that stop), a symbolic end in `[start, size]`,
+    a symbolic step must be at least 1; a violation is a run-time error,
+    never a clamp or an out-of-range read. A slice with an operand bound has
+    a dynamic result dim unless the producer knows it.
 
     ```mlir
     %y = braze.slice %x dim 1 [0 : 8 : 2] : tensor<?x16xf32> -> tensor<?x4xf32>
