@@ -228,6 +228,36 @@ def test_torch_compile_dynamic_one_graph_serves_every_length(monkeypatch):
     assert "braze.slice" in str(imported[0].module)
 
 
+class CacheStep(CacheWindow):
+    """CacheWindow for torch.compile: the newest row as a one-row slice
+    (Dynamo specialises a symbolic index into a static dim, `keys[:, s - 1]`:
+    every length would be a new graph)."""
+
+    def forward(self, x, steps):
+        s, n = x.shape[1], steps.shape[0]
+        window = self.keys[:, :s]
+        newest = window[:, s - 1 : s]
+        return ((x * window + newest).sum(-1), x[:, -n:] * 2, torch.arange(s, 2 * s),
+                self.keys[:, 1:s:2] * 2)
+
+
+def test_torch_compile_dynamic_cache_window_one_graph(monkeypatch):
+    from braze.frontend import dynamo
+
+    imported = []
+    real = dynamo.import_graph
+    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
+    torch._dynamo.reset()
+    model = CacheStep()
+    compiled = torch.compile(model, backend="braze", dynamic=True)
+    # (Steps other than the batch of 2: Dynamo's duck sizing would tie them.)
+    for s, n in [(6, 3), (13, 4), (32, 5)]:
+        args = (torch.randn(2, s, 8), torch.randn(n))
+        _close(compiled(*args), model(*args))
+    assert len(imported) == 1, "one compile serves every length and position"
+    assert not imported[0].externs, imported[0].externs
+
+
 class LastSteps(torch.nn.Module):
     def forward(self, x, steps):
         return x[:, -steps.shape[0]:] * 2
@@ -243,7 +273,8 @@ def test_out_of_range_symbolic_bound_is_a_run_time_error():
     for s, n in [(4, 1), (5, 5), (32, 8)]:
         args = (torch.randn(2, s, 8), torch.randn(n))
         _close(program(*args), model(*args))
-    with pytest.raises(braze.BrazeError, match=r"braze.slice.*bounds \[-2 : \d+\] are out of range for dim 1 of size 5"):
+    out_of_range = r"braze.slice.*bounds \[-2 : \d+\] are out of range for dim 1 of size 5"
+    with pytest.raises(braze.BrazeError, match=out_of_range):
         program(torch.randn(2, 5, 8), torch.randn(7))
 
 
