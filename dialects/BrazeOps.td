@@ -390,22 +390,42 @@ def Braze_ExpandOp : Braze_Op<"expand", [Pure]> {
 def Braze_SliceOp : Braze_InferredOp<"slice"> {
   let summary = "strided slice along one dim";
   let description = [{
-    Keeps indices `start, start + step, ...` below `end` of dim `dim`
-    (`0 <= start <= end`, `step >= 1`; an `end` past the dim's size stops at
-    the size, as in Python).
+    Keeps indices `start, start + step, ...` below `end` of dim `dim`. Each
+    bound is a constant or an `index` operand (a symbolic bound: `x[:s]`,
+    `x[:, n - s:]`), written `[start : end : step]`.
+
+    Constant bounds need `0 <= start <= end` and `step >= 1`; a constant
+    `end` past the dim's size stops at the size, as in Python. Operand
+    bounds are checked when the op runs: a symbolic start must lie in
+    `[0, end]` (`end` after that stop), a symbolic end in `[start, size]`,
+    a symbolic step must be at least 1; a violation is a run-time error,
+    never a clamp or an out-of-range read. A slice with an operand bound has
+    a dynamic result dim unless the producer knows it.
 
     ```mlir
     %y = braze.slice %x dim 1 [0 : 8 : 2] : tensor<?x16xf32> -> tensor<?x4xf32>
+    %c = braze.slice %cache dim 0 [0 : %s : 1] : tensor<64x8xf32> -> tensor<?x8xf32>
+    %t = braze.slice %x dim 1 [%first : 9223372036854775807 : 1] : tensor<2x?xf32> -> tensor<2x?xf32>
     ```
   }];
-  let arguments = (ins Braze_Tensor:$input, I64Attr:$dim, I64Attr:$start,
-                       I64Attr:$end, DefaultValuedAttr<I64Attr, "1">:$step);
+  let arguments = (ins Braze_Tensor:$input, I64Attr:$dim,
+                       Variadic<Index>:$dynamic_bounds,
+                       DenseI64ArrayAttr:$static_bounds);
   let results = (outs Braze_Tensor:$result);
   let assemblyFormat = [{
-    $input `dim` $dim ` ` `[` $start `:` $end `:` $step `]` attr-dict `:`
-    type($input) `->` type($result)
+    $input `dim` $dim custom<SliceBounds>($dynamic_bounds, $static_bounds)
+    attr-dict `:` type($input) `->` type($result)
   }];
   let hasFolder = 1;
+  let extraClassDeclaration = [{
+    /// Bound `which` (0 start, 1 end, 2 step) when it is a constant.
+    std::optional<int64_t> getStaticBound(unsigned which) {
+      int64_t bound = getStaticBounds()[which];
+      if (mlir::ShapedType::isDynamic(bound))
+        return std::nullopt;
+      return bound;
+    }
+  }];
 }
 
 def Braze_ConcatOp : Braze_InferredOp<"concat"> {
@@ -466,25 +486,30 @@ def Braze_ConstantOp : Braze_Op<"constant",
   let hasFolder = 1;
 }
 
-def Braze_IotaOp : Braze_Op<"iota", [Pure]> {
+def Braze_IotaOp : Braze_Op<"iota", [Pure, AttrSizedOperandSegments]> {
   let summary = "the sequence start, start + step, ... as a 1-D tensor";
   let description = [{
     Element `i` is `start + i * step`, computed in f64 and converted to the
-    result's element type (PyTorch's `arange`). A dynamic length comes from
-    the `index` operand.
+    result's element type (PyTorch's `arange`). `start` and `step` are
+    constants or `index` operands (a symbolic `arange(s, 2 * s)`); a dynamic
+    length comes from the `sizes` operand.
 
     ```mlir
     %r = braze.iota start 0.0 step 1.0 : tensor<8xi64>
     %s = braze.iota start 0.0 step 0.5 sizes [%n] : tensor<?xf32>
+    %t = braze.iota start %first step %stride sizes [%n] : tensor<?xi64>
     ```
   }];
   let arguments = (ins Optional<Index>:$size,
+                       Optional<Index>:$dynamic_start,
+                       Optional<Index>:$dynamic_step,
                        DefaultValuedAttr<F64Attr, "0.0">:$start,
                        DefaultValuedAttr<F64Attr, "1.0">:$step);
   let results = (outs RankedTensorOf<[Braze_NumericElement]>:$result);
   let assemblyFormat = [{
-    `start` $start `step` $step (`sizes` ` ` `[` $size^ `]`)? attr-dict `:`
-    type($result)
+    `start` custom<IotaTerm>($dynamic_start, $start)
+    `step` custom<IotaTerm>($dynamic_step, $step)
+    (`sizes` ` ` `[` $size^ `]`)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -191,9 +191,12 @@ def BrazeCollapseDims : Pass<"braze-collapse-dims", "::mlir::func::FuncOp"> {
     the first pair that cannot merge: a pair whose indices enter arithmetic
     (an iota, a triangle mask), that some tensor holds apart, transposed or
     at different positions in different accesses, that mixes a reduction
-    dim with a parallel one, or whose dynamic extents are used other than
+    dim with a parallel one, whose dynamic extents are used other than
     as their product (a mean's element count stays right: the product of
-    the pair's extents becomes the merged extent).
+    the pair's extents becomes the merged extent), or that an input made by
+    `braze.slice` does not hold as one run of memory (the slice cuts the
+    pair's inner dim, or steps its outer dim by other than 1): a slice is a
+    view the kernel reads in place, and merging there would copy it.
 
     ```mlir
     %y = braze.kernel ins(%x : tensor<8x16x7x7xf32>) domain [8, 16, 7, 7] reduce [2, 3]

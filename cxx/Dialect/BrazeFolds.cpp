@@ -123,12 +123,16 @@ OpFoldResult ExpandOp::fold(FoldAdaptor) {
 }
 
 OpFoldResult SliceOp::fold(FoldAdaptor) {
+  std::optional<int64_t> start = getStaticBound(0), end = getStaticBound(1),
+                         step = getStaticBound(2);
+  if (!start || !end || !step)
+    return {}; // a symbolic bound is checked at run time, so the op stays
   int64_t size = getInput().getType().getDimSize(getDim());
   // An unknown size is covered only by the "to the end" sentinel.
   bool coversDim = ShapedType::isDynamic(size)
-                       ? getEnd() == std::numeric_limits<int64_t>::max()
-                       : getEnd() >= size;
-  if (getStart() == 0 && getStep() == 1 && coversDim)
+                       ? *end == std::numeric_limits<int64_t>::max()
+                       : *end >= size;
+  if (*start == 0 && *step == 1 && coversDim)
     return sameTypeOrNull(getInput(), getResult());
   return {};
 }

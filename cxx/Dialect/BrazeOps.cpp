@@ -540,28 +540,87 @@ LogicalResult ExpandOp::verify() {
   return success();
 }
 
+ParseResult braze::parseSliceBounds(
+    OpAsmParser &parser,
+    SmallVectorImpl<OpAsmParser::UnresolvedOperand> &dynamicBounds,
+    DenseI64ArrayAttr &staticBounds) {
+  SmallVector<int64_t, 3> bounds;
+  if (parser.parseLSquare())
+    return failure();
+  for (int which = 0; which < 3; ++which) {
+    if (which > 0 && parser.parseColon())
+      return failure();
+    OpAsmParser::UnresolvedOperand operand;
+    OptionalParseResult isOperand = parser.parseOptionalOperand(operand);
+    if (isOperand.has_value()) {
+      if (failed(*isOperand))
+        return failure();
+      dynamicBounds.push_back(operand);
+      bounds.push_back(ShapedType::kDynamic);
+      continue;
+    }
+    int64_t bound;
+    if (parser.parseInteger(bound))
+      return failure();
+    bounds.push_back(bound);
+  }
+  if (parser.parseRSquare())
+    return failure();
+  staticBounds = parser.getBuilder().getDenseI64ArrayAttr(bounds);
+  return success();
+}
+
+void braze::printSliceBounds(OpAsmPrinter &printer, Operation *,
+                             OperandRange dynamicBounds,
+                             DenseI64ArrayAttr staticBounds) {
+  printer << "[";
+  unsigned next = 0;
+  for (auto [which, bound] : llvm::enumerate(staticBounds.asArrayRef())) {
+    if (which > 0)
+      printer << " : ";
+    if (ShapedType::isDynamic(bound) && next < dynamicBounds.size())
+      printer << dynamicBounds[next++];
+    else
+      printer << bound;
+  }
+  printer << "]";
+}
+
 LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &inferred) {
   OpDiagnostic diag(loc, getOperationName());
-  if (failed(requireRankedTensors(diag, adaptor.getOperands())))
+  if (failed(requireRankedTensors(diag, adaptor.getInput())))
     return failure();
   RankedTensorType input = tensorTypeOf(adaptor.getInput());
-  int64_t dim = adaptor.getDim(), start = adaptor.getStart();
-  int64_t end = adaptor.getEnd(), step = adaptor.getStep();
+  int64_t dim = adaptor.getDim();
+  ArrayRef<int64_t> bounds = adaptor.getStaticBounds();
+  if (bounds.size() != 3)
+    return diag.fail("needs 3 bounds (start, end, step), got " +
+                     Twine(bounds.size()));
+  int64_t operands = llvm::count_if(bounds, ShapedType::isDynamic);
+  if (operands != static_cast<int64_t>(adaptor.getDynamicBounds().size()))
+    return diag.fail("has " + Twine(adaptor.getDynamicBounds().size()) +
+                     " bound operand(s) for " + Twine(operands) +
+                     " symbolic bound(s)");
   if (dim < 0 || dim >= input.getRank())
     return diag.fail("dim " + Twine(dim) + " is out of range for rank " +
                      Twine(input.getRank()));
-  if (step < 1)
+  auto known = [](int64_t bound) { return !ShapedType::isDynamic(bound); };
+  int64_t start = bounds[0], end = bounds[1], step = bounds[2];
+  if (known(step) && step < 1)
     return diag.fail("step must be at least 1, got " + Twine(step));
-  if (start < 0 || end < start)
-    return diag.fail("needs 0 <= start <= end, got start " + Twine(start) +
-                     " and end " + Twine(end));
+  if ((known(start) && start < 0) ||
+      (known(start) && known(end) && end < start))
+    return diag.fail("needs 0 <= start <= end, got start " +
+                     formatDim(start) + " and end " + formatDim(end));
   SmallVector<int64_t> shape(input.getShape());
   int64_t size = shape[dim];
-  if (end == start) {
+  if (known(start) && known(end) && end == start) {
     shape[dim] = 0;
+  } else if (operands > 0) {
+    shape[dim] = ShapedType::kDynamic;
   } else if (!ShapedType::isDynamic(size)) {
     int64_t stop = std::min(end, size);
     shape[dim] = stop <= start ? 0 : (stop - start + step - 1) / step;
@@ -641,6 +700,33 @@ LogicalResult TakeOp::inferReturnTypes(MLIRContext *,
 // Constants and parameters
 //===----------------------------------------------------------------------===//
 
+ParseResult
+braze::parseIotaTerm(OpAsmParser &parser,
+                     std::optional<OpAsmParser::UnresolvedOperand> &dynamic,
+                     FloatAttr &constant) {
+  OpAsmParser::UnresolvedOperand operand;
+  OptionalParseResult isOperand = parser.parseOptionalOperand(operand);
+  if (isOperand.has_value()) {
+    if (failed(*isOperand))
+      return failure();
+    dynamic = operand;
+    return success();
+  }
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  constant = parser.getBuilder().getF64FloatAttr(value);
+  return success();
+}
+
+void braze::printIotaTerm(OpAsmPrinter &printer, Operation *, Value dynamic,
+                          FloatAttr constant) {
+  if (dynamic)
+    printer << dynamic;
+  else
+    printer.printFloat(constant.getValue());
+}
+
 LogicalResult IotaOp::verify() {
   RankedTensorType type = getResult().getType();
   if (type.getRank() != 1)
@@ -651,6 +737,11 @@ LogicalResult IotaOp::verify() {
   if (!dynamic && getSize())
     return emitOpError("has a static length ")
            << type.getDimSize(0) << " and a size operand; give one of them";
+  // An operand replaces the constant; both would be ambiguous.
+  if (getDynamicStart() && getStart().convertToDouble() != 0.0)
+    return emitOpError("has a start operand and a nonzero start constant");
+  if (getDynamicStep() && getStep().convertToDouble() != 1.0)
+    return emitOpError("has a step operand and a step constant other than 1");
   return success();
 }
 

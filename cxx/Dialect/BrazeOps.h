@@ -7,6 +7,7 @@
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -26,6 +27,24 @@ class ReductionTrait
 /// True when every type in `actual` equals the one in `inferred`, except that
 /// a dim inferred dynamic may be static in `actual` (a frontend may know it).
 bool isRefinementOf(mlir::TypeRange inferred, mlir::TypeRange actual);
+
+/// `[start : end : step]` of `braze.slice`: each bound an integer or an
+/// `index` operand (ShapedType::kDynamic in `staticBounds`).
+mlir::ParseResult parseSliceBounds(
+    mlir::OpAsmParser &parser,
+    llvm::SmallVectorImpl<mlir::OpAsmParser::UnresolvedOperand> &dynamicBounds,
+    mlir::DenseI64ArrayAttr &staticBounds);
+void printSliceBounds(mlir::OpAsmPrinter &printer, mlir::Operation *op,
+                      mlir::OperandRange dynamicBounds,
+                      mlir::DenseI64ArrayAttr staticBounds);
+
+/// `braze.iota`'s start or step: an `index` operand or an f64 constant.
+mlir::ParseResult
+parseIotaTerm(mlir::OpAsmParser &parser,
+              std::optional<mlir::OpAsmParser::UnresolvedOperand> &dynamic,
+              mlir::FloatAttr &constant);
+void printIotaTerm(mlir::OpAsmPrinter &printer, mlir::Operation *op,
+                   mlir::Value dynamic, mlir::FloatAttr constant);
 } // namespace braze
 
 #define GET_OP_CLASSES

@@ -56,6 +56,20 @@ SmallVector<Value> reshapeSizes(RankedTensorType type,
   return sizes;
 }
 
+/// An input that is a slice: at run time a view whose dims keep the source's
+/// strides, so it is one run over two dims only when neither is cut short
+/// from inside: the view of `x[:, :s]` breaks between dims 0 and 1, and a
+/// step other than 1 also breaks between the sliced dim and the next.
+struct SlicedInput {
+  int64_t dim;
+  bool unitStep;
+
+  /// Whether the view holds dims `position` and `position + 1` as one run.
+  bool keepsRun(int64_t position) const {
+    return dim != position + 1 && (dim != position || unitStep);
+  }
+};
+
 /// Where a tensor's accesses hold the pair of domain dims being merged.
 struct Holding {
   static constexpr int64_t unseen = -2;
@@ -91,6 +105,8 @@ private:
   // the pair holds it, and the body's products of the pair's extents.
   DenseMap<unsigned, int64_t> inputPositions, resultPositions;
   SmallVector<Operation *> extentProducts;
+  // Inputs that are slices, by input number, in the input's current dims.
+  DenseMap<unsigned, SlicedInput> slicedInputs;
 };
 
 int64_t Collapser::run() {
@@ -102,6 +118,10 @@ int64_t Collapser::run() {
     points = product(points, extent);
   if (!ShapedType::isDynamic(points) && points < minPoints)
     return 0;
+  for (auto [number, input] : llvm::enumerate(kernel.getInputs()))
+    if (auto slice = input.getDefiningOp<SliceOp>())
+      slicedInputs[number] = {static_cast<int64_t>(slice.getDim()),
+                              slice.getStaticBound(2) == 1};
   squeezeUnitDims();
   ArrayRef<int64_t> reduce = kernel.getReduce();
   // Reduction kernels: the run of reduction dims ending at the last one (the
@@ -169,6 +189,14 @@ void Collapser::squeezeUnitDims() {
         kept.push_back(dim);
     if (kept.size() == static_cast<size_t>(type.getRank()))
       continue;
+    if (auto sliced = slicedInputs.find(number); sliced != slicedInputs.end()) {
+      // A dropped dim is never stepped: only a kept sliced dim still cuts.
+      auto position = llvm::find(kept, sliced->second.dim);
+      if (position == kept.end())
+        slicedInputs.erase(sliced);
+      else
+        sliced->second.dim = position - kept.begin();
+    }
     SmallVector<int64_t> shape;
     for (int64_t dim : kept)
       shape.push_back(type.getDimSize(dim));
@@ -254,6 +282,12 @@ bool Collapser::canMerge(unsigned dim) {
       if (holding.position >= 0)
         (*positions)[number] = holding.position;
     }
+  // Merging where a slice's view is no run would make the reshape a copy.
+  for (auto [number, position] : inputPositions) {
+    auto sliced = slicedInputs.find(number);
+    if (sliced != slicedInputs.end() && !sliced->second.keepsRun(position))
+      return false;
+  }
   // The extents: their product becomes the merged extent; either alone is
   // a constant when static, and has no value once merged when dynamic.
   BlockArgument outerExtent = kernel.getExtent(dim),
@@ -313,6 +347,9 @@ void Collapser::merge(unsigned dim) {
     reshapes.push_back(reshape);
     inputs[number] = reshape;
     kernel.getInputArgument(number).setType(type);
+    if (auto sliced = slicedInputs.find(number);
+        sliced != slicedInputs.end() && sliced->second.dim > position)
+      --sliced->second.dim; // (the sliced dim is never the pair's inner one)
   }
 
   // One extent operand for the pair when the merged extent is dynamic.

@@ -37,7 +37,7 @@ def test_reductions_and_matmul_infer(builder):
     m = param([16, 32], "m")
     assert str(bz.MatmulOp(m, w).result.type) == "tensor<16x5xf32>"
     assert str(bz.PermuteOp(x, [2, 0, 1]).result.type) == "tensor<32x8x16xf32>"
-    assert str(bz.SliceOp(x, 2, 1, 32, step=3).result.type) == "tensor<8x16x11xf32>"
+    assert str(bz.SliceOp(x, 2, [], [1, 32, 3]).result.type) == "tensor<8x16x11xf32>"
     assert str(bz.ConcatOp([x, x], 1).result.type) == "tensor<8x32x32xf32>"
 
 

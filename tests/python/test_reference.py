@@ -402,6 +402,49 @@ func.func @f(%t: tensor<10x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
         reference.run(module, torch.zeros(10, 4), torch.tensor([1, 2, -1]))
 
 
+SYMBOLIC_SLICES = """
+func.func @f(%x: tensor<?x8xf32>, %s: index, %e: index, %k: index) -> (tensor<?x8xf32>, tensor<?x?xf32>, tensor<1x8xf32>) {
+  %0 = braze.slice %x dim 0 [0 : %e : 1] : tensor<?x8xf32> -> tensor<?x8xf32>
+  %1 = braze.slice %x dim 1 [%s : 9223372036854775807 : %k] : tensor<?x8xf32> -> tensor<?x?xf32>
+  %2 = braze.slice %x dim 0 [%s : %e : 100] : tensor<?x8xf32> -> tensor<1x8xf32>
+  return %0, %1, %2 : tensor<?x8xf32>, tensor<?x?xf32>, tensor<1x8xf32>
+}"""
+
+
+def test_symbolic_slices():
+    module = braze.parse(SYMBOLIC_SLICES, "slices.mlir")
+    x = random_tensor((6, 8), "f32")
+    rows, columns, one = reference.run(module, x, 3, 6, 2)
+    assert_same(rows, x[:6])
+    assert_same(columns, x[:, 3::2])
+    assert_same(one, x[3:4])
+
+
+@pytest.mark.parametrize("start, end, step, message", [
+    (0, 7, 1, r"bounds \[0 : 7\] are out of range for dim 0 of size 6"),
+    (-1, 2, 1, r"bounds \[-1 : 9223372036854775807\] are out of range for dim 1 of size 8"),
+    (4, 3, 1, r"bounds \[4 : 3\] are out of range"),
+    (9, 6, 1, r"bounds \[9 : 9223372036854775807\] are out of range for dim 1"),
+    (0, 6, 0, r"step 0 must be at least 1"),
+])
+def test_symbolic_slice_bounds_outside_the_dim_are_errors(start, end, step, message):
+    module = braze.parse(SYMBOLIC_SLICES, "slices.mlir")
+    with pytest.raises(braze.BrazeError, match=r"'braze.slice' at slices.mlir:\d+:\d+: " + message):
+        reference.run(module, random_tensor((6, 8), "f32"), start, end, step)
+
+
+def test_iota_with_symbolic_start_and_step():
+    module = braze.parse("""
+func.func @f(%n: index, %s: index, %k: index) -> (tensor<?xi64>, tensor<3xf32>) {
+  %0 = braze.iota start %s step %k sizes [%n] : tensor<?xi64>
+  %1 = braze.iota start %s step 0.5 : tensor<3xf32>
+  return %0, %1 : tensor<?xi64>, tensor<3xf32>
+}""")
+    ints, floats = reference.run(module, 4, 7, -2)
+    assert ints.tolist() == [7, 5, 3, 1]
+    assert floats.tolist() == [7.0, 7.5, 8.0]
+
+
 def test_iota():
     module = braze.parse("""
 func.func @f(%n: index) -> (tensor<5xi64>, tensor<?xf32>, tensor<4xi32>) {

@@ -110,7 +110,27 @@ class Builder:
         static = shape_of(value)[d]
         return static if static is not None else self.dim(value, d)
 
+    def symbol_range(self, position: int, name: str) -> tuple[int | float, int | float]:
+        """The inclusive range torch knows for the node's SymInt argument at
+        `position` (or keyword `name`), from the shape symbols' ranges and
+        the expression."""
+        argument = self.node.args[position] if position < len(self.node.args) else self.node.kwargs[name]
+        value = argument.meta["val"]
+        if not isinstance(value, torch.SymInt):
+            value = int(value)
+            return value, value
+        node = value.node
+        ranges = node.shape_env.bound_sympy(node.expr)
+        return ranges.lower, ranges.upper
+
     # -- shapes ---------------------------------------------------------------
+
+    def slice(self, value: ir.Value, dim: int, start, end, step, result: ir.RankedTensorType) -> ir.Value:
+        """`braze.slice`; each bound an int or an `index` value (an operand)."""
+        bounds = [start, end, step]
+        dynamic = [bound for bound in bounds if is_index(bound)]
+        static = [ir.ShapedType.get_dynamic_size() if is_index(bound) else bound for bound in bounds]
+        return bz.SliceOp(value, dim, dynamic, static, results=[result]).result
 
     def sized_op(self, op_class, value: ir.Value, result: ir.RankedTensorType, sizes) -> ir.Value:
         """reshape/expand: `sizes[i]` gives result dim i (int, index value or None)."""

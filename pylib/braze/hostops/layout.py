@@ -79,11 +79,25 @@ def expand(op, operands, context):
     return [torch.broadcast_to(input_, shape)]
 
 
+_DYNAMIC = -(2**63)  # ShapedType::kDynamic in a static bounds array
+
+
 @handles("braze.slice")
 def slice_(op, operands, context):
-    (input_,) = operands
-    dim, start, end, step = (op.dim.value, op.start.value, op.end.value, op.step.value)
-    # Python slicing clamps `end` (and `start`) to the dim's size.
+    input_, *symbolic = operands
+    dim = op.dim.value
+    size = input_.shape[dim]
+    pending = iter(symbolic)
+    start, end, step = (next(pending) if bound == _DYNAMIC else bound for bound in op.static_bounds)
+    if symbolic:
+        # Symbolic bounds are checked, never clamped: a bound outside the dim
+        # is a run-time error (the model asked for elements that are not there).
+        if step < 1:
+            raise op_error(op, f"step {step} must be at least 1")
+        symbolic_end = op.static_bounds[1] == _DYNAMIC
+        if not 0 <= start <= (end if symbolic_end else min(end, size)) or (symbolic_end and end > size):
+            raise op_error(op, f"bounds [{start} : {end}] are out of range for dim {dim} of size {size}")
+    # Constant bounds clamp `end` to the dim's size, as Python slicing does.
     index = (slice(None),) * dim + (slice(start, end, step),)
     return [input_[index]]
 
@@ -110,12 +124,12 @@ def take(op, operands, context):
 
 @handles("braze.iota")
 def iota(op, operands, context):
-    (length,) = operands if operands else (None,)
-    (static_length,) = _result_shape(op)
-    if length is None:
-        length = static_length
+    pending = iter(operands)
+    length = next(pending) if op.size is not None else _result_shape(op)[0]
+    start = next(pending) if op.dynamic_start is not None else op.start.value
+    step = next(pending) if op.dynamic_step is not None else op.step.value
     if length < 0:
         raise op_error(op, f"size {length} is negative")
     # Element i is start + i*step, computed in f64 and then converted.
-    values = op.start.value + torch.arange(length, dtype=torch.float64, device=context.device) * op.step.value
+    values = start + torch.arange(length, dtype=torch.float64, device=context.device) * step
     return [values.to(result_dtype(op))]

@@ -169,3 +169,16 @@ func.func @dynamic_slice(%x: tensor<?xf32>) -> tensor<?xf32> {
   %0 = braze.slice %x dim 0 [0 : 16 : 1] : tensor<?xf32> -> tensor<?xf32>
   return %0 : tensor<?xf32>
 }
+
+// -----
+
+// Tests that a slice with a symbolic bound is kept, even one that may cover
+// the dim (its bounds are checked when it runs).
+// CHECK-LABEL: func.func @symbolic_slice
+// CHECK: braze.slice %{{.*}} dim 0 [0 : %{{.*}} : 1]
+func.func @symbolic_slice(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?xf32>
+  %0 = braze.slice %x dim 0 [0 : %n : 1] : tensor<?xf32> -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}

@@ -315,6 +315,36 @@ func.func @slice_step(%a: tensor<4x8xf32>) {
 
 // -----
 
+// Tests that a constant step is checked beside symbolic bounds.
+func.func @slice_symbolic_step(%a: tensor<4x8xf32>, %n: index) {
+  // expected-error @+2 {{step must be at least 1, got 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.slice %a dim 1 [0 : %n : 0] : tensor<4x8xf32> -> tensor<4x?xf32>
+  return
+}
+
+// -----
+
+// Tests that a constant negative start is refused beside a symbolic end.
+func.func @slice_symbolic_negative_start(%a: tensor<4x8xf32>, %n: index) {
+  // expected-error @+2 {{needs 0 <= start <= end, got start -1 and end ?}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.slice %a dim 1 [-1 : %n : 1] : tensor<4x8xf32> -> tensor<4x?xf32>
+  return
+}
+
+// -----
+
+// Tests that a symbolic slice's result may not contradict the input's other dims.
+func.func @slice_symbolic_other_dim(%a: tensor<4x8xf32>, %n: index) {
+  // expected-error @+2 {{inferred type(s) 'tensor<4x?xf32>' are incompatible with return type(s) of operation 'tensor<5x?xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = braze.slice %a dim 1 [0 : %n : 1] : tensor<4x8xf32> -> tensor<5x?xf32>
+  return
+}
+
+// -----
+
 // Tests that slice's dim is in range.
 func.func @slice_dim(%a: tensor<4x8xf32>) {
   // expected-error @+2 {{dim 2 is out of range for rank 2}}
@@ -450,6 +480,15 @@ func.func @iota_no_size() {
 func.func @iota_both(%n: index) {
   // expected-error @+1 {{has a static length 4 and a size operand; give one of them}}
   %0 = braze.iota start 0.0 step 1.0 sizes [%n] : tensor<4xi64>
+  return
+}
+
+// -----
+
+// Tests that an iota's start is an operand or a constant, not both.
+func.func @iota_start_twice(%n: index) {
+  // expected-error @+1 {{has a start operand and a nonzero start constant}}
+  %0 = braze.iota start %n step 1.0 {start = 2.0 : f64} : tensor<4xi64>
   return
 }
 
@@ -758,5 +797,25 @@ func.func @attention_mask_type(%q: tensor<2x8x64xf32>, %m: tensor<8x8xi32>) {
 func.func @attention_mask_and_causal(%q: tensor<2x8x64xf32>, %m: tensor<8x8xi1>) {
   // expected-error @+1 {{'braze.attention' op takes a mask or `causal`, not both}}
   %0 = braze.attention %q, %q, %q mask %m causal : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<8x8xi1> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+// Tests that a symbolic slice bound needs its operand.
+func.func @slice_bound_without_operand(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{has 0 bound operand(s) for 1 symbolic bound(s)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "braze.slice"(%a) <{dim = 1 : i64, static_bounds = array<i64: 0, -9223372036854775808, 1>}> : (tensor<4x8xf32>) -> tensor<4x?xf32>
+  return
+}
+
+// -----
+
+// Tests that a slice has exactly three bounds.
+func.func @slice_two_bounds(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{needs 3 bounds (start, end, step), got 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "braze.slice"(%a) <{dim = 1 : i64, static_bounds = array<i64: 0, 4>}> : (tensor<4x8xf32>) -> tensor<4x4xf32>
   return
 }

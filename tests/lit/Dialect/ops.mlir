@@ -193,6 +193,15 @@ func.func @layout(%x: tensor<?x8xf32>, %r: tensor<1x8xf32>, %n: index, %m: index
   %6 = braze.slice %x dim 1 [0 : 8 : 2] : tensor<?x8xf32> -> tensor<?x4xf32>
   // CHECK: braze.slice %{{.*}} dim 1 [3 : 100 : 1] : tensor<?x8xf32> -> tensor<?x5xf32>
   %7 = braze.slice %x dim 1 [3 : 100 : 1] : tensor<?x8xf32> -> tensor<?x5xf32>
+  // CHECK: braze.slice %{{.*}} dim 0 [0 : %{{.*}} : 1] : tensor<?x8xf32> -> tensor<?x8xf32>
+  %10 = braze.slice %x dim 0 [0 : %n : 1] : tensor<?x8xf32> -> tensor<?x8xf32>
+  // CHECK: braze.slice %{{.*}} dim 1 [%{{.*}} : %{{.*}} : %{{.*}}] : tensor<?x8xf32> -> tensor<?x?xf32>
+  %11 = braze.slice %x dim 1 [%n : %m : %m] : tensor<?x8xf32> -> tensor<?x?xf32>
+  // CHECK: braze.slice %{{.*}} dim 1 [%{{.*}} : 9223372036854775807 : 1] : tensor<?x8xf32> -> tensor<?x?xf32>
+  %12 = braze.slice %x dim 1 [%n : 9223372036854775807 : 1] : tensor<?x8xf32> -> tensor<?x?xf32>
+  // Tests that a producer may declare the size a symbolic slice has (x[s-1] keeps one row).
+  // CHECK: braze.slice %{{.*}} dim 0 [%{{.*}} : %{{.*}} : 1] : tensor<?x8xf32> -> tensor<1x8xf32>
+  %13 = braze.slice %x dim 0 [%n : %m : 1] : tensor<?x8xf32> -> tensor<1x8xf32>
   // CHECK: braze.concat %{{.*}}, %{{.*}} dim 0 : tensor<?x8xf32>, tensor<1x8xf32> -> tensor<?x8xf32>
   %8 = braze.concat %x, %r dim 0 : tensor<?x8xf32>, tensor<1x8xf32> -> tensor<?x8xf32>
   // CHECK: braze.concat %{{.*}}, %{{.*}}, %{{.*}} dim 1 : tensor<1x8xf32>, tensor<1x8xf32>, tensor<1x8xf32> -> tensor<1x24xf32>
@@ -215,6 +224,10 @@ func.func @constants_and_parameters(%n: index) {
   %3 = braze.iota start 0.0 step 1.0 : tensor<8xi64>
   // CHECK: braze.iota start 1.000000e+00 step 5.000000e-01 sizes [%{{.*}}] : tensor<?xf32>
   %4 = braze.iota start 1.0 step 0.5 sizes [%n] : tensor<?xf32>
+  // CHECK: braze.iota start %{{.*}} step 1.000000e+00 sizes [%{{.*}}] : tensor<?xi64>
+  %5 = braze.iota start %n step 1.0 sizes [%n] : tensor<?xi64>
+  // CHECK: braze.iota start 2.000000e+00 step %{{.*}} : tensor<4xi64>
+  %6 = braze.iota start 2.0 step %n : tensor<4xi64>
   // CHECK: braze.constant dense<1.000000e+00> : tensor<4xf32>
   %0 = braze.constant dense<1.0> : tensor<4xf32>
   // CHECK: braze.constant dense<[1, 2, 3]> : tensor<3xi64>

@@ -259,3 +259,59 @@ func.func @nhwc_per_channel(%x: tensor<2x1x7x16xf32>, %b: tensor<1x1x1x16xf32>) 
   }
   return %y : tensor<2x1x7x16xf32>
 }
+
+// -----
+
+// Tests that a slice along the outermost dim (`cache[:s]`) is one run of
+// memory: the kernel reading it merges every dim, and the reshape is a view.
+// CHECK-LABEL: func.func @slice_of_rows
+// CHECK: %[[S:.*]] = braze.slice
+// CHECK: %[[R:.*]] = braze.reshape %[[S]] : tensor<?x4x8xf32> -> tensor<?xf32>
+// CHECK: braze.kernel ins(%[[R]] : tensor<?xf32>) domain [%{{.*}}] reduce []
+func.func @slice_of_rows(%cache: tensor<64x4x8xf32>, %s: index) -> tensor<?x4x8xf32> {
+  %window = braze.slice %cache dim 0 [0 : %s : 1] : tensor<64x4x8xf32> -> tensor<?x4x8xf32>
+  %y = braze.kernel ins(%window : tensor<?x4x8xf32>) domain [%s, 4, 8] reduce [] : tensor<?x4x8xf32> {
+  ^bb0(%i: index, %j: index, %k: index, %e0: index, %e1: index, %e2: index, %a: tensor<?x4x8xf32>):
+    %v = tensor.extract %a[%i, %j, %k] : tensor<?x4x8xf32>
+    %d = arith.addf %v, %v : f32
+    braze.store %d, 0 [%i, %j, %k] : f32
+  }
+  return %y : tensor<?x4x8xf32>
+}
+
+// -----
+
+// Tests that a slice along the inner dim of a pair keeps the pair apart: its
+// rows are cut short, so merging them would copy the slice.
+// CHECK-LABEL: func.func @slice_of_columns
+// CHECK-NOT: braze.reshape
+// CHECK: braze.kernel ins(%{{.*}} : tensor<4x7xf32>) domain [4, 7] reduce []
+func.func @slice_of_columns(%x: tensor<4x16xf32>, %s: index, %e: index) -> tensor<4x7xf32> {
+  %cut = braze.slice %x dim 1 [%s : %e : 1] : tensor<4x16xf32> -> tensor<4x7xf32>
+  %y = braze.kernel ins(%cut : tensor<4x7xf32>) domain [4, 7] reduce [] : tensor<4x7xf32> {
+  ^bb0(%i: index, %j: index, %e0: index, %e1: index, %a: tensor<4x7xf32>):
+    %v = tensor.extract %a[%i, %j] : tensor<4x7xf32>
+    %d = arith.addf %v, %v : f32
+    braze.store %d, 0 [%i, %j] : f32
+  }
+  return %y : tensor<4x7xf32>
+}
+
+// -----
+
+// Tests that a slice with a step other than 1 keeps its sliced dim apart from
+// the next one (`x[:, ::k]` steps over whole rows), while the dims before
+// the sliced one are not held by the pair and do not matter.
+// CHECK-LABEL: func.func @strided_slice
+// CHECK-NOT: braze.reshape
+// CHECK: braze.kernel ins(%{{.*}} : tensor<2x?x8xf32>) domain [2, %{{.*}}, 8] reduce []
+func.func @strided_slice(%x: tensor<2x?x8xf32>, %k: index, %n: index) -> tensor<2x?x8xf32> {
+  %every = braze.slice %x dim 1 [0 : 9223372036854775807 : %k] : tensor<2x?x8xf32> -> tensor<2x?x8xf32>
+  %y = braze.kernel ins(%every : tensor<2x?x8xf32>) domain [2, %n, 8] reduce [] : tensor<2x?x8xf32> {
+  ^bb0(%i: index, %j: index, %l: index, %e0: index, %e1: index, %e2: index, %a: tensor<2x?x8xf32>):
+    %v = tensor.extract %a[%i, %j, %l] : tensor<2x?x8xf32>
+    %d = arith.addf %v, %v : f32
+    braze.store %d, 0 [%i, %j, %l] : f32
+  }
+  return %y : tensor<2x?x8xf32>
+}

@@ -56,6 +56,21 @@ def test_dynamic_batch_three_sizes_one_compile(target):
             assert_close(compiled(x), model(x))
 
 
+def test_symbolic_slices_one_compile(target):
+    from test_symbolic_slicing import WINDOW, CacheWindow, LastSteps
+
+    model = CacheWindow()
+    steps = torch.export.Dim("steps", min=1, max=4)
+    compiled = _compile(model, (torch.randn(2, 6, 8), torch.randn(3)), target, dynamic_shapes=({1: WINDOW}, {0: steps}))
+    for s, n in [(4, 1), (9, 2), (32, 4)]:
+        args = (torch.randn(2, s, 8), torch.randn(n))
+        assert_close(compiled(*args), model(*args))
+    last = _compile(LastSteps(), (torch.randn(2, 6, 8), torch.randn(3)), target,
+                    dynamic_shapes=({1: WINDOW}, {0: torch.export.Dim("steps", min=1, max=8)}))
+    with pytest.raises(braze.BrazeError, match="out of range for dim 1 of size 5"):
+        last(torch.randn(2, 5, 8), torch.randn(7))
+
+
 def test_integer_division_by_zero_is_an_error(target):
     program = _compile_mlir("""
     func.func @f(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {

@@ -7,6 +7,7 @@ from mlir.dialects import arith
 
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
+from braze.frontend.builder import is_index
 from braze.frontend.lowerings import lowers
 
 aten = torch.ops.aten
@@ -59,12 +60,15 @@ def arange(b, *args, **_dtype_layout_device):
     start, end, step = {1: lambda e: (0, e, 1), 2: lambda s, e: (s, e, 1),
                         3: lambda s, e, st: (s, e, st)}[len(args)](*args)
     out = b.out_type()
+    # A symbolic start or step is an operand of the iota; a constant one an attribute.
+    terms = {"dynamic_start" if is_index(start) else "start": start if is_index(start) else float(start),
+             "dynamic_step" if is_index(step) else "step": step if is_index(step) else float(step)}
     if not out.is_dynamic_dim(0):
-        return bz.IotaOp(out, start=float(start), step=float(step)).result
-    if not (isinstance(start, int) and isinstance(step, int) and step > 0):
-        raise BrazeError("arange with a symbolic end needs a constant integer start and a "
-                         f"positive integer step, got start={start!r} step={step!r}")
-    # length = ceil((end - start) / step), in index arithmetic.
+        return bz.IotaOp(out, **terms).result
+    if not all(isinstance(v, int) or is_index(v) for v in (start, end, step)):
+        raise BrazeError("arange with a symbolic length needs integer start, end and step, "
+                         f"got start={start!r} end={end!r} step={step!r}")
+    # length = max(ceil((end - start) / step), 0), in index arithmetic.
     span = arith.SubIOp(b.index(end), b.index(start)).result
-    length = arith.CeilDivSIOp(span, b.index(step)).result
-    return bz.IotaOp(out, size=length, start=float(start), step=float(step)).result
+    length = arith.MaxSIOp(arith.CeilDivSIOp(span, b.index(step)).result, b.index(0)).result
+    return bz.IotaOp(out, size=length, **terms).result

@@ -95,15 +95,32 @@ def expand(b, x, sizes, implicit=False):
     return b.expand(x, out, resolved)
 
 
-def _static_bound(value, size, what: str) -> int:
-    """A slice bound as a non-negative int (negative ones count from the end)."""
-    if is_index(value):
-        raise BrazeError(f"slice with a symbolic {what} is not supported")
-    if value < 0:
-        if size is None:
-            raise BrazeError(f"slice with a negative {what} on a dynamic dim is not supported")
-        value = max(value + size, 0)
-    return value
+def _bound(b, value, dim_size, position: int, what: str):
+    """A slice bound as a non-negative int or `index` value. A negative one
+    counts from the end; a symbolic one counts from the end when its range
+    (torch's, from the graph) says it is negative, and is refused when its
+    sign is unknown (it would decide which elements are read)."""
+    if not is_index(value):
+        if value >= 0:
+            return value
+        if not is_index(dim_size):
+            return max(value + dim_size, 0)
+        # A constant keeps Python's meaning on a dynamic dim too: clamped at 0.
+        from_end = arith.AddIOp(dim_size, b.index(value)).result
+        return arith.MaxSIOp(from_end, b.index(0)).result
+    lower, upper = b.symbol_range(position, what)
+    if lower >= 0:
+        return value
+    if upper < 0:
+        return arith.AddIOp(b.index(dim_size), value).result
+    raise BrazeError(f"slice with a symbolic {what} whose sign is unknown (range [{lower}, {upper}]): "
+                     f"give the size a range that decides it (torch.export.Dim min/max)")
+
+
+def _same_size(a, b) -> bool:
+    """Whether two of torch's sizes are the same expression (no guard)."""
+    expression = lambda size: size.node.expr if isinstance(size, torch.SymInt) else size  # noqa: E731
+    return expression(a) == expression(b)
 
 
 @lowers(aten.slice.Tensor)
@@ -112,27 +129,34 @@ def slice_(b, x, dim=0, start=None, end=None, step=1):
     dim %= len(shape)
     in_meta = b.node.args[0].meta["val"].shape[dim]
     out_meta = b.meta.shape[dim]
-    if (start in (None, 0)) and step == 1 and (end is None or end == END or
-                                                (is_index(end) and out_meta == in_meta)):
-        return x  # the whole dim
-    size = shape[dim]
-    start = _static_bound(0 if start is None else start, size, "start")
-    end = END if end is None else _static_bound(end, size, "end")
-    end = max(end, start)
-    return bz.SliceOp(x, dim, start, end, step=step, results=[b.out_type()]).result
+    from_first = start is None or (not is_index(start) and start == 0)
+    to_last = end is None or is_index(end) or end >= END
+    if from_first and not is_index(step) and step == 1 and to_last and _same_size(out_meta, in_meta):
+        return x  # the whole dim (torch's sizes say so: a symbolic end equal to the size)
+    size = b.size(x, dim)
+    start = 0 if start is None else _bound(b, start, size, 2, "start")
+    end = END if end is None or (not is_index(end) and end >= END) else _bound(b, end, size, 3, "end")
+    if not is_index(start) and not is_index(end):
+        end = max(end, start)
+    if is_index(step):
+        lower, _ = b.symbol_range(4, "step")
+        if lower < 1:
+            raise BrazeError("slice with a symbolic step needs a range that keeps it >= 1")
+    return b.slice(x, dim, start, end, step, b.out_type())
 
 
 @lowers(aten.select.int)
 def select(b, x, dim, index):
     shape = shape_of(x)
     dim %= len(shape)
-    index = _static_bound(index, shape[dim], "index")
+    index = _bound(b, index, b.size(x, dim), 2, "index")
     sliced_shape = list(shape)
     sliced_shape[dim] = 1
     sliced_type = ir.RankedTensorType.get(
         [ir.ShapedType.get_dynamic_size() if s is None else s for s in sliced_shape],
         ir.RankedTensorType(x.type).element_type)
-    row = bz.SliceOp(x, dim, index, index + 1, results=[sliced_type]).result
+    end = arith.AddIOp(index, b.index(1)).result if is_index(index) else index + 1
+    row = b.slice(x, dim, index, end, 1, sliced_type)
     return squeeze_dim(b, row, dim)
 
 
@@ -163,7 +187,7 @@ def split(b, x, sizes, dim=0):
         if length is None:
             raise BrazeError("split into pieces of symbolic size is not supported")
         end = start + length
-        pieces.append(bz.SliceOp(x, dim, start, end, results=[b.out_type(i)]).result
+        pieces.append(b.slice(x, dim, start, end, 1, b.out_type(i))
                       if (start, end) != (0, shape[dim]) else x)
         start = end
     return tuple(pieces)
