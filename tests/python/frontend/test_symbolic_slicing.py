@@ -279,11 +279,11 @@ def test_out_of_range_symbolic_bound_is_a_run_time_error():
 
 
 def test_kernels_read_symbolic_slices_in_place(monkeypatch):
-    from braze.runtime import executor
+    from braze.runtime import cpu
 
     launched = []
-    real = executor._NativeKernelCall.launch
-    monkeypatch.setattr(executor._NativeKernelCall, "launch",
+    real = cpu._NativeKernelCall.launch
+    monkeypatch.setattr(cpu._NativeKernelCall, "launch",
                         lambda self, inputs, *rest: launched.append(list(inputs)) or real(self, inputs, *rest))
     model = CacheWindow()
     program = braze.compile(model, (torch.randn(2, 6, 8), torch.randn(3)),
