@@ -8,11 +8,9 @@ Two ways to run:
   GPU. Triton 3.9's interpreter cannot call libdevice (its
   `create_extern_elementwise` raises NotImplementedError), so the loaded
   module's `libdevice` is replaced by numpy stand-ins (`INTERPRETER_LIBDEVICE`).
-* on a CUDA or ROCm device: tensors stay host tensors between steps (host
-  ops run through torch as on the CPU target, as the OpenCL runtime does);
-  each kernel call copies its inputs to the device, launches on the current
-  stream and copies its results back. A device-resident runtime is later
-  work.
+* on a CUDA or ROCm device: the program's tensors live on the device (the
+  target's `run_device`), host ops run there through torch, and each kernel
+  is launched on the current stream on the tensors in place.
 
 Block sizes and warps come from the autotuner (runtime/autotune.py).
 """
@@ -131,22 +129,20 @@ class _TritonKernelCall(KernelCall):
     def launch(self, inputs, outputs, extents, sizes) -> int:
         if math.prod(e for d, e in enumerate(extents) if d not in self.spec.reduce) == 0:
             return 0  # no point to compute; results are empty
-        device = "cpu" if interpreting() else "cuda"
-        on_device = [t if t.device.type == device else t.to(device) for t in inputs]
-        results = [t if device == "cpu" else torch.empty_like(t, device=device) for t in outputs]
+        device = outputs[0].device if outputs else inputs[0].device
         failed = torch.zeros(1, dtype=torch.int32, device=device) if self.spec.can_fail else None
         classes = shape_class(self.spec, extents)
 
-        def run(config: Config, into=results, flag=failed):
-            arguments = kernel_arguments(self.spec, on_device, into, extents, flag)
+        def run(config: Config, into=outputs, flag=failed):
+            arguments = kernel_arguments(self.spec, inputs, into, extents, flag)
             self.function[(grid(self.spec, extents, config),)](*arguments, **config.launch_options(self.spec))
 
         def scratch_run(config: Config):
             # Tuning runs write scratch results: a result may share an input's buffer.
-            run(config, [torch.empty_like(t) for t in results],
+            run(config, [torch.empty_like(t) for t in outputs],
                 None if failed is None else torch.zeros_like(failed))
 
-        config = self.tuner.choose(self.spec, self.source_hash, classes, device, scratch_run)
+        config = self.tuner.choose(self.spec, self.source_hash, classes, device.type, scratch_run)
         try:
             run(config)
         except Exception as error:  # Triton's compile and launch errors have no common base
@@ -154,18 +150,16 @@ class _TritonKernelCall(KernelCall):
                 raise
             raise BrazeError(f"Triton could not run kernel {self.name} ({config}); its source is kept in "
                              f"{self.source_path}:\n{error}") from None
-        if device != "cpu":
-            for tensor, result in zip(outputs, results):
-                tensor.copy_(result)
         return int(failed.item()) if failed is not None else 0
 
 
 class TritonKernels(StepFactory):
     """The Triton target's step factory over one loaded module."""
 
-    def __init__(self, module, tuner: Tuner):
+    def __init__(self, module, tuner: Tuner, device: str):
         self.module = module
         self.tuner = tuner
+        self.device = torch.device(device)
 
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
         function = getattr(self.module, spec.name)

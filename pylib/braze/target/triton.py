@@ -73,8 +73,19 @@ class TritonTarget(Target):
         cache = NativeCache(directory=options.cache_dir, toolchain=TritonToolchain(), salt=options.key())
         module = cache.load(unit.source)
         tuner = Tuner(Path(options.cache_dir) if options.cache_dir else cache_dir(), tune=options.autotune)
-        return Built(TritonKernels(module, tuner), cache.source_path(unit.source),
+        return Built(TritonKernels(module, tuner, self.run_device()), cache.source_path(unit.source),
                      cache.compilations == 0)
+
+    def run_device(self) -> str:
+        """The interpreter runs kernels on host tensors; otherwise the
+        program lives on the current CUDA/ROCm device (torch's "cuda")."""
+        from braze.runtime.triton import interpreting
+
+        if interpreting():
+            return "cpu"
+        import torch
+
+        return f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cuda"
 
     def compiler_missing(self) -> str | None:
         try:
