@@ -81,6 +81,9 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
     - matrix products, layout changes and anything else stay outside (GEMM
       epilogues are `braze-epilogue-fusion`'s job);
     - no group may depend on itself through an op outside it;
+    - `remarks=true` emits a remark on each consumer for each producer it
+      was or was not fused with, naming the reason for a refusal (braze
+      routes them to the `fusion` log topic);
     - `recompute-limit` > 0 lets a pointwise op whose result several groups
       read be recomputed in up to that many groups, instead of being written
       to memory and read back.
@@ -105,6 +108,8 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
   let options = [
     Option<"recomputeLimit", "recompute-limit", "int64_t", "0",
            "Most groups a shared pointwise op may be recomputed in (0: none)">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each fusion decision: fused, or refused and why">,
   ];
   let statistics = [
     Statistic<"numGroups", "groups", "Fusion groups formed">,
