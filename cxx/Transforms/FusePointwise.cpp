@@ -105,7 +105,8 @@ private:
     domains[leader] = std::move(*domain);
     reductions[leader] = std::move(dims);
     if (remarks)
-      consumer->emitRemark() << "fused with its producer '"
+      consumer->emitRemark() << "'" << consumer->getName()
+                             << "' fused with its producer '"
                              << producer->getName() << "'";
   }
 
@@ -115,7 +116,8 @@ private:
     LLVM_DEBUG(llvm::dbgs() << "not fused (" << reason << "): " << *producer
                             << " / " << *consumer << "\n");
     if (remarks)
-      consumer->emitRemark() << "not fused with its producer '"
+      consumer->emitRemark() << "'" << consumer->getName()
+                             << "' not fused with its producer '"
                              << producer->getName() << "': " << reason;
   }
 

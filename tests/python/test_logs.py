@@ -90,8 +90,9 @@ def test_passes_fusion_and_codegen_topics(caplog, tmp_path):
     assert parsed[0][1] == "9"  # the function, its 7 ops and the return
     assert all(before[2] == after[1] for before, after in zip(parsed[:5], parsed[1:6]))
     fusion = records(caplog, "fusion")
-    assert any("fused with its producer 'braze.exp'" in f for f in fusion)
-    assert any("not fused with its producer 'braze.sum': the reduction drops its dims" in f for f in fusion)
+    assert "<string>:8:8: 'braze.sum' fused with its producer 'braze.div'" in fusion
+    assert ("<string>:9:8: 'braze.neg' not fused with its producer 'braze.sum': the reduction drops its dims "
+            "(no keepdim)") in fusion
     codegen = records(caplog, "codegen")
     assert len(codegen) == 2
     assert re.fullmatch(rf"cpu: 2 kernel\(s\) .*; source {re.escape(str(tmp_path))}/.*source\.cpp \(cache miss\)",
@@ -177,3 +178,42 @@ def test_dump_dir_through_compile_and_torch_compile(tmp_path):
     compiled = torch.compile(f, backend="braze", options={"dump_dir": str(tmp_path / "dynamo")})
     torch.testing.assert_close(compiled(x), f(x))
     assert (tmp_path / "dynamo" / "compile-000" / "cpu-kernels.cpp").exists()
+
+
+def test_python_pass_dump_names_its_replay(tmp_path, clean_registry):
+    from mlir import ir
+
+    @braze.register_pass("test-mark")
+    def mark(operation):
+        """Marks the first function."""
+        operation.regions[0].blocks[0].operations[0].attributes["test.marked"] = ir.UnitAttr.get(operation.context)
+
+    module = braze.parse("""
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = braze.neg %x : tensor<4xf32>
+  %b = braze.neg %a : tensor<4xf32>
+  return %b : tensor<4xf32>
+}""")
+    braze.run_pipeline(module, "test-mark,braze-simplify", dump_dir=tmp_path)
+    assert [f.name for f in dumps(tmp_path)] == ["000-input.mlir", "001-test-mark.mlir",
+                                               "002-braze-simplify.mlir"]
+    python_step = (tmp_path / "001-test-mark.mlir").read_text()
+    assert python_step.splitlines()[:2] == [
+        "// After pass 1: test-mark",
+        "// Replay: braze.run_pipeline(braze.parse(<000-*.mlir>), 'test-mark') (a Python pass)"]
+    assert "attributes {test.marked}" in python_step
+    # braze-simplify then folds neg(neg(x)).
+    assert "braze.neg" not in without_header((tmp_path / "002-braze-simplify.mlir").read_text())
+
+
+def test_comm_topic_reports_communicators(caplog):
+    import braze.comm as bc
+
+    braze.set_logs("comm")
+    with caplog.at_level(logging.INFO, logger="braze"):
+        bc.new_comm("shm", 0, 1, bc.TCPStore("127.0.0.1", 0, True), timeout=5.0).close()
+        with pytest.raises(bc.CommInvalidArgument):
+            bc.new_comm("nope", 0, 1, bc.TCPStore("127.0.0.1", 0, True))
+    comm = records(caplog, "comm")
+    assert comm[0] == "rank 0 of 1: shm communicator ready (timeout 5.0 s)"
+    assert comm[1].startswith("rank 0 of 1: creating a nope communicator failed: unknown comm backend 'nope'")

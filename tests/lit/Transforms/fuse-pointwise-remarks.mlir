@@ -12,13 +12,13 @@
 // Tests that each merge of softmax's chain is reported as fused.
 func.func @softmax(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %m = braze.max %x dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
-  // expected-remark @+1 {{fused with its producer 'braze.max'}}
+  // expected-remark @+1 {{'braze.sub' fused with its producer 'braze.max'}}
   %d = braze.sub %x, %m : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
-  // expected-remark @+1 {{fused with its producer 'braze.sub'}}
+  // expected-remark @+1 {{'braze.exp' fused with its producer 'braze.sub'}}
   %e = braze.exp %d : tensor<?x64xf32>
-  // expected-remark @+1 {{fused with its producer 'braze.exp'}}
+  // expected-remark @+1 {{'braze.sum' fused with its producer 'braze.exp'}}
   %s = braze.sum %e dims [1] keepdim : tensor<?x64xf32> -> tensor<?x1xf32>
-  // expected-remark @+1 {{fused with its producer 'braze.exp'}}
+  // expected-remark @+1 {{'braze.div' fused with its producer 'braze.exp'}}
   %y = braze.div %e, %s : tensor<?x64xf32>, tensor<?x1xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
@@ -28,9 +28,9 @@ func.func @softmax(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
 // Tests the refusal of a rank-dropping reduction's consumer.
 func.func @reduction_without_keepdim(%x: tensor<4x8xf32>) -> tensor<4xf32> {
   %e = braze.exp %x : tensor<4x8xf32>
-  // expected-remark @+1 {{fused with its producer 'braze.exp'}}
+  // expected-remark @+1 {{'braze.sum' fused with its producer 'braze.exp'}}
   %s = braze.sum %e dims [1] : tensor<4x8xf32> -> tensor<4xf32>
-  // expected-remark @+1 {{not fused with its producer 'braze.sum': the reduction drops its dims (no keepdim)}}
+  // expected-remark @+1 {{'braze.neg' not fused with its producer 'braze.sum': the reduction drops its dims (no keepdim)}}
   %n = braze.neg %s : tensor<4xf32>
   return %n : tensor<4xf32>
 }
@@ -40,11 +40,11 @@ func.func @reduction_without_keepdim(%x: tensor<4x8xf32>) -> tensor<4xf32> {
 // Tests the refusal of reductions over different dims.
 func.func @different_reduction_dims(%x: tensor<4x8xf32>) -> tensor<1x1xf32> {
   %e = braze.exp %x : tensor<4x8xf32>
-  // expected-remark @+1 {{fused with its producer 'braze.exp'}}
+  // expected-remark @+1 {{'braze.sum' fused with its producer 'braze.exp'}}
   %c = braze.sum %e dims [0] keepdim : tensor<4x8xf32> -> tensor<1x8xf32>
-  // expected-remark @+1 {{fused with its producer 'braze.sum'}}
+  // expected-remark @+1 {{'braze.neg' fused with its producer 'braze.sum'}}
   %n = braze.neg %c : tensor<1x8xf32>
-  // expected-remark @+1 {{not fused with its producer 'braze.neg': their groups reduce different dims}}
+  // expected-remark @+1 {{'braze.sum' not fused with its producer 'braze.neg': their groups reduce different dims}}
   %r = braze.sum %n dims [1] keepdim : tensor<1x8xf32> -> tensor<1x1xf32>
   return %r : tensor<1x1xf32>
 }
@@ -56,7 +56,7 @@ func.func @different_reduction_dims(%x: tensor<4x8xf32>) -> tensor<1x1xf32> {
 func.func @no_cycle_through_gemm(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   %e = braze.exp %x : tensor<8x8xf32>
   %m = braze.matmul %e, %e : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
-  // expected-remark @+1 {{not fused with its producer 'braze.exp': a path through an op outside both groups joins them}}
+  // expected-remark @+1 {{'braze.add' not fused with its producer 'braze.exp': a path through an op outside both groups joins them}}
   %y = braze.add %e, %m : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
   return %y : tensor<8x8xf32>
 }
@@ -76,7 +76,7 @@ func.func @not_fusible_producer(%x: tensor<4x8xf32>, %y: tensor<8x4xf32>) -> ten
 // Tests the refusal of a merge across ranks: one kernel has one domain.
 func.func @different_domains(%x: tensor<4x8xf32>, %y: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
   %e = braze.exp %x : tensor<4x8xf32>
-  // expected-remark @+1 {{not fused with its producer 'braze.exp': their iteration domains differ}}
+  // expected-remark @+1 {{'braze.add' not fused with its producer 'braze.exp': their iteration domains differ}}
   %s = braze.add %e, %y : tensor<4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
   return %s : tensor<2x4x8xf32>
 }
