@@ -241,12 +241,15 @@ def _op_count(module: Module) -> int:
     return count - 1  # the module itself
 
 
-def _dump(directory: Path, number: int, name: str, header: list[str], module: Module) -> None:
+def _dump(directory: Path, number: int, name: str, header: list[str], module: Module) -> str:
+    """Writes the module as `NNN-name.mlir` under `header`; returns the file's name."""
     # As braze-opt prints it (with --mlir-print-debuginfo), so that `diff`
     # compares a replay with the next dump.
     text = module.operation.get_asm(enable_debug_info=True) + "\n"
     lines = "".join(f"// {line}\n" for line in header)
-    (directory / f"{number:03d}-{name}.mlir").write_text(lines + text)
+    file_name = f"{number:03d}-{name}.mlir"
+    (directory / file_name).write_text(lines + text)
+    return file_name
 
 
 def _run_observed(module: Module, steps: list, dump_dir: Path | None) -> None:
@@ -255,7 +258,7 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None) -> None:
     log = logs.logger("passes")
     if dump_dir is not None:
         dump_dir.mkdir(parents=True, exist_ok=True)
-        _dump(dump_dir, 0, "input", ["The IR before the passes."], module)
+        previous = _dump(dump_dir, 0, "input", ["The IR before the passes."], module)
     ops_before = _op_count(module)
     for number, step in enumerate(steps, start=1):
         text = _step_text(step)
@@ -267,13 +270,12 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None) -> None:
         ops_before = ops_after
         if dump_dir is None:
             continue
-        name = re.sub(r"[^A-Za-z0-9_.\-]", "", _ELEMENT_NAME.match(text.rsplit("(", 1)[-1]).group(1))
-        previous = f"{number - 1:03d}-*.mlir"
+        name = _ELEMENT_NAME.match(text.rsplit("(", 1)[-1]).group(1)  # the innermost pass
         if isinstance(step, _NativeStep):
             replay = f"braze-opt {previous} --pass-pipeline='builtin.module({text})'"
         else:
             replay = f"braze.run_pipeline(braze.parse(<{previous}>), {text!r}) (a Python pass)"
-        _dump(dump_dir, number, name, [f"After pass {number}: {text}", f"Replay: {replay}"], module)
+        previous = _dump(dump_dir, number, name, [f"After pass {number}: {text}", f"Replay: {replay}"], module)
 
 
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
