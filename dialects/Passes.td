@@ -81,9 +81,6 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
     - matrix products, layout changes and anything else stay outside (GEMM
       epilogues are `braze-epilogue-fusion`'s job);
     - no group may depend on itself through an op outside it;
-    - `remarks=true` emits a remark on each consumer for each producer it
-      was or was not fused with, naming the reason for a refusal (braze
-      routes them to the `fusion` log topic);
     - `recompute-limit` > 0 lets a pointwise op whose result several groups
       read be recomputed in up to that many groups, instead of being written
       to memory and read back.
@@ -103,6 +100,12 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
       braze.yield %e : tensor<?x64xf32>
     }
     ```
+
+    With `remarks=true` the pass explains itself: a remark on each consumer
+    for each producer it was or was not fused with (naming the rule that
+    refused it), and on each shared producer for each group it was or was
+    not recomputed in. braze routes them to the `fusion` log topic
+    (docs/observability.md).
   }];
   let dependentDialects = ["::braze::BrazeDialect"];
   let options = [

@@ -177,9 +177,10 @@ struct GroupPlan {
 
 /// Copies into `plan` the pointwise producers outside it whose operands the
 /// group already reads (or which read only splat constants), as long as each
-/// is recomputed in at most `limit` groups.
+/// is recomputed in at most `limit` groups. With `remarks`, each decision is
+/// a remark on the producer.
 void planRecomputation(MutableArrayRef<GroupPlan> plans, int64_t limit,
-                       Pass::Statistic &counter) {
+                       bool remarks, Pass::Statistic &counter) {
   if (limit <= 0)
     return;
   DenseMap<Operation *, int64_t> copies;
@@ -192,14 +193,28 @@ void planRecomputation(MutableArrayRef<GroupPlan> plans, int64_t limit,
       for (Value operand : op->getOperands()) {
         Operation *producer = operand.getDefiningOp();
         if (!producer || plan.contains(producer) ||
-            !producer->hasTrait<PointwiseTrait>() ||
-            copies[producer] >= limit)
+            !producer->hasTrait<PointwiseTrait>())
           continue;
+        auto remark = [&]() {
+          return producer->emitRemark()
+                 << "'" << producer->getName() << "' "
+                 << (copies[producer] < limit ? "" : "not ")
+                 << "recomputed in the group of '"
+                 << plan.members.back()->getName() << "' at "
+                 << plan.members.back()->getLoc();
+        };
+        if (copies[producer] >= limit) {
+          if (remarks)
+            remark() << ": already in " << limit << " group(s) (recompute-limit)";
+          continue;
+        }
         bool cheap = llvm::all_of(producer->getOperands(), [&](Value v) {
           return reads.contains(v) || isSplatConstant(v.getDefiningOp());
         });
         if (!cheap)
           continue;
+        if (remarks)
+          remark();
         plan.recomputed.push_back(producer);
         ++copies[producer];
         ++counter;
@@ -279,7 +294,7 @@ struct BrazeFusePointwisePass
       SmallVector<GroupPlan> plans;
       for (SmallVector<Operation *> &members : grouping.fusedGroups())
         plans.push_back({std::move(members), {}});
-      planRecomputation(plans, recomputeLimit, numRecomputed);
+      planRecomputation(plans, recomputeLimit, remarks, numRecomputed);
       // Recomputed producers and the splat constants groups copied may have
       // no users left once the groups exist.
       // (Members of another group are erased by their own materialization.)

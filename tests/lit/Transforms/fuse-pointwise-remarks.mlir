@@ -1,4 +1,4 @@
-// RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-fuse-pointwise{remarks=true}))' -split-input-file -verify-diagnostics
+// RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-fuse-pointwise{remarks=true recompute-limit=1}))' -split-input-file -verify-diagnostics
 // RUN: sed -e '/expected-remark/d' %s | braze-opt -braze-fuse-pointwise -split-input-file 2>&1 | FileCheck %s --check-prefix=QUIET
 
 // The remarks are opt-in: without remarks=true the pass fuses as before and
@@ -6,7 +6,7 @@
 // QUIET-NOT: remark
 // QUIET: func.func @softmax
 // QUIET-NEXT: braze.group
-// QUIET: func.func @different_domains
+// QUIET: func.func @recompute
 // QUIET-NOT: remark
 
 // Tests that each merge of softmax's chain is reported as fused.
@@ -79,4 +79,27 @@ func.func @different_domains(%x: tensor<4x8xf32>, %y: tensor<2x4x8xf32>) -> tens
   // expected-remark @+1 {{'braze.add' not fused with its producer 'braze.exp': their iteration domains differ}}
   %s = braze.add %e, %y : tensor<4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
   return %s : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Tests the recomputation decisions: exp is copied into the first group
+// after the matmul that reads %x, not into the second (recompute-limit=1).
+func.func @recompute(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-remark @+2 {{'braze.exp' recomputed in the group of 'braze.add' at loc(}}
+  // expected-remark @+1 {{'braze.exp' not recomputed in the group of 'braze.add' at loc(}}
+  %e = braze.exp %x : tensor<4x4xf32>
+  // expected-remark @+1 {{'braze.abs' fused with its producer 'braze.exp'}}
+  %a = braze.abs %e : tensor<4x4xf32>
+  %m = braze.matmul %a, %a : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  // expected-remark @+1 {{'braze.mul' not fused with its producer 'braze.exp': a path through an op outside both groups joins them}}
+  %s = braze.mul %e, %m : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  // expected-remark @+1 {{'braze.add' fused with its producer 'braze.mul'}}
+  %r = braze.add %s, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %n = braze.matmul %r, %r : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  // expected-remark @+1 {{'braze.sub' not fused with its producer 'braze.exp': a path through an op outside both groups joins them}}
+  %t = braze.sub %e, %n : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  // expected-remark @+1 {{'braze.add' fused with its producer 'braze.sub'}}
+  %u = braze.add %t, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return %u : tensor<4x4xf32>
 }
