@@ -74,7 +74,7 @@ def set_logs(spec: str | None) -> None:
     """Logs the topics of `spec` ("passes,+fusion"; "" or None: none) and
     silences the others below WARNING. When the application has configured
     no logging handler, one that writes to stderr is added to the `braze`
-    logger, so the records show."""
+    logger, so the records show (and removed again when no topic is left)."""
     global _stderr_handler
     levels = parse(spec or "")
     for topic in TOPICS:
@@ -83,6 +83,9 @@ def set_logs(spec: str | None) -> None:
         _stderr_handler = logging.StreamHandler()
         _stderr_handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
         _ROOT.addHandler(_stderr_handler)
+    elif not levels and _stderr_handler is not None:
+        _ROOT.removeHandler(_stderr_handler)
+        _stderr_handler = None
 
 
 def _from_environment() -> None:
