@@ -92,8 +92,9 @@ private:
       return refuse(producer, consumer, "their iteration domains differ");
     ArrayRef<int64_t> producerDims = reductions[producerLeader];
     ArrayRef<int64_t> consumerDims = reductions[consumerLeader];
+    // One kernel loops over one set of reduction dims.
     if (!producerDims.empty() && !consumerDims.empty() &&
-        producerDims != consumerDims) // one kernel loops over one set
+        producerDims != consumerDims)
       return refuse(producer, consumer, "their groups reduce different dims");
     if (joinedThroughOutsideOp(producerLeader, consumerLeader))
       return refuse(producer, consumer,
