@@ -226,3 +226,14 @@ def test_comm_topic_reports_communicators(caplog):
     comm = records(caplog, "comm")
     assert comm[0] == "rank 0 of 1: shm communicator ready (timeout 5.0 s)"
     assert comm[1].startswith("rank 0 of 1: creating a nope communicator failed: unknown comm backend 'nope'")
+
+
+def test_dumps_before_a_failing_pass_stay(tmp_path, clean_registry):
+    @braze.register_pass("test-fail")
+    def fail(operation):
+        raise BrazeError("refused on purpose")
+
+    module = braze.parse(SOFTMAX)
+    with pytest.raises(BrazeError, match="Python pass 'test-fail' failed: refused on purpose"):
+        braze.run_pipeline(module, "braze-simplify,test-fail,cse", dump_dir=tmp_path)
+    assert [f.name for f in dumps(tmp_path)] == ["000-input.mlir", "001-braze-simplify.mlir"]
