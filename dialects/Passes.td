@@ -100,11 +100,19 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
       braze.yield %e : tensor<?x64xf32>
     }
     ```
+
+    With `remarks=true` the pass explains itself: a remark on each consumer
+    for each producer it was or was not fused with (naming the rule that
+    refused it), and on each shared producer for each group it was or was
+    not recomputed in. braze routes them to the `fusion` log topic
+    (docs/observability.md).
   }];
   let dependentDialects = ["::braze::BrazeDialect"];
   let options = [
     Option<"recomputeLimit", "recompute-limit", "int64_t", "0",
            "Most groups a shared pointwise op may be recomputed in (0: none)">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each fusion decision: fused, or refused and why">,
   ];
   let statistics = [
     Statistic<"numGroups", "groups", "Fusion groups formed">,

@@ -43,7 +43,7 @@ bool keepsDims(Operation *op) { return op->hasAttr("keepdim"); }
 /// consumers in program order.
 class Grouping {
 public:
-  explicit Grouping(Block &block) : block(block) {}
+  Grouping(Block &block, bool remarks) : block(block), remarks(remarks) {}
 
   void build() {
     for (Operation &op : block) {
@@ -57,8 +57,11 @@ public:
         if (!producer || producer->getBlock() != &block ||
             !groups.contains(producer))
           continue;
-        if (isReduction(producer) && !keepsDims(producer))
-          continue; // a rank-dropping result cannot broadcast back
+        if (isReduction(producer) && !keepsDims(producer)) {
+          // A rank-dropping result cannot broadcast back.
+          refuse(producer, &op, "the reduction drops its dims (no keepdim)");
+          continue;
+        }
         tryMerge(producer, &op);
       }
     }
@@ -85,30 +88,38 @@ private:
       return;
     std::optional<SmallVector<int64_t>> domain =
         mergeDomains(domains[producerLeader], domains[consumerLeader]);
-    if (!domain) {
-      LLVM_DEBUG(llvm::dbgs() << "domains differ: " << *producer << " / "
-                              << *consumer << "\n");
-      return;
-    }
+    if (!domain)
+      return refuse(producer, consumer, "their iteration domains differ");
     ArrayRef<int64_t> producerDims = reductions[producerLeader];
     ArrayRef<int64_t> consumerDims = reductions[consumerLeader];
+    // One kernel loops over one set of reduction dims.
     if (!producerDims.empty() && !consumerDims.empty() &&
-        producerDims != consumerDims) {
-      LLVM_DEBUG(llvm::dbgs() << "reduce different dims: " << *producer
-                              << " / " << *consumer << "\n");
-      return; // one kernel loops over one set of reduction dims
-    }
-    if (joinedThroughOutsideOp(producerLeader, consumerLeader)) {
-      LLVM_DEBUG(llvm::dbgs() << "would close a cycle: " << *producer
-                              << " / " << *consumer << "\n");
-      return;
-    }
+        producerDims != consumerDims)
+      return refuse(producer, consumer, "their groups reduce different dims");
+    if (joinedThroughOutsideOp(producerLeader, consumerLeader))
+      return refuse(producer, consumer,
+                    "a path through an op outside both groups joins them");
     SmallVector<int64_t> dims(producerDims.empty() ? consumerDims
                                                    : producerDims);
     groups.unionSets(producer, consumer);
     Operation *leader = groups.getLeaderValue(producer);
     domains[leader] = std::move(*domain);
     reductions[leader] = std::move(dims);
+    if (remarks)
+      consumer->emitRemark() << "'" << consumer->getName()
+                             << "' fused with its producer '"
+                             << producer->getName() << "'";
+  }
+
+  /// Explains (as a remark, when asked) why `consumer` did not join the
+  /// group of `producer`.
+  void refuse(Operation *producer, Operation *consumer, StringRef reason) {
+    LLVM_DEBUG(llvm::dbgs() << "not fused (" << reason << "): " << *producer
+                            << " / " << *consumer << "\n");
+    if (remarks)
+      consumer->emitRemark() << "'" << consumer->getName()
+                             << "' not fused with its producer '"
+                             << producer->getName() << "': " << reason;
   }
 
   bool inGroup(Operation *op, Operation *leader) const {
@@ -147,6 +158,7 @@ private:
   }
 
   Block &block;
+  bool remarks;
   llvm::EquivalenceClasses<Operation *> groups;
   DenseMap<Operation *, SmallVector<int64_t>> domains;
   DenseMap<Operation *, SmallVector<int64_t>> reductions;
@@ -166,9 +178,10 @@ struct GroupPlan {
 
 /// Copies into `plan` the pointwise producers outside it whose operands the
 /// group already reads (or which read only splat constants), as long as each
-/// is recomputed in at most `limit` groups.
+/// is recomputed in at most `limit` groups. With `remarks`, each decision is
+/// a remark on the producer.
 void planRecomputation(MutableArrayRef<GroupPlan> plans, int64_t limit,
-                       Pass::Statistic &counter) {
+                       bool remarks, Pass::Statistic &counter) {
   if (limit <= 0)
     return;
   DenseMap<Operation *, int64_t> copies;
@@ -181,14 +194,28 @@ void planRecomputation(MutableArrayRef<GroupPlan> plans, int64_t limit,
       for (Value operand : op->getOperands()) {
         Operation *producer = operand.getDefiningOp();
         if (!producer || plan.contains(producer) ||
-            !producer->hasTrait<PointwiseTrait>() ||
-            copies[producer] >= limit)
+            !producer->hasTrait<PointwiseTrait>())
           continue;
+        auto remark = [&]() {
+          return producer->emitRemark()
+                 << "'" << producer->getName() << "' "
+                 << (copies[producer] < limit ? "" : "not ")
+                 << "recomputed in the group of '"
+                 << plan.members.back()->getName() << "' at "
+                 << plan.members.back()->getLoc();
+        };
+        if (copies[producer] >= limit) {
+          if (remarks)
+            remark() << ": already in " << limit << " group(s) (recompute-limit)";
+          continue;
+        }
         bool cheap = llvm::all_of(producer->getOperands(), [&](Value v) {
           return reads.contains(v) || isSplatConstant(v.getDefiningOp());
         });
         if (!cheap)
           continue;
+        if (remarks)
+          remark();
         plan.recomputed.push_back(producer);
         ++copies[producer];
         ++counter;
@@ -263,12 +290,12 @@ struct BrazeFusePointwisePass
   void runOnOperation() override {
     OpBuilder builder(&getContext());
     for (Block &block : getOperation().getBody()) {
-      Grouping grouping(block);
+      Grouping grouping(block, remarks);
       grouping.build();
       SmallVector<GroupPlan> plans;
       for (SmallVector<Operation *> &members : grouping.fusedGroups())
         plans.push_back({std::move(members), {}});
-      planRecomputation(plans, recomputeLimit, numRecomputed);
+      planRecomputation(plans, recomputeLimit, remarks, numRecomputed);
       // Recomputed producers and the splat constants groups copied may have
       // no users left once the groups exist.
       // (Members of another group are erased by their own materialization.)

@@ -2,10 +2,13 @@
 
 from braze.errors import BrazeError
 from braze.ir import Module, parse
+from braze.logs import _from_environment, set_logs
 from braze.passes import register_pass, run_pipeline
 
 __all__ = ["BrazeError", "ExportedProgram", "Module", "compile", "compile_mlir", "export", "parse",
-           "register_pass", "run_pipeline", "targets"]
+           "register_pass", "run_pipeline", "set_logs", "targets"]
+
+_from_environment()
 
 _TORCH_API = {"export", "ExportedProgram"}
 _COMPILER_API = {"compile", "compile_mlir"}

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from pathlib import Path
 from typing import Any
 
+from braze import logs
 from braze.errors import BrazeError
 from braze.ir import Module, parse
 from braze.passes import run_pipeline
@@ -62,13 +64,18 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     else:
         raise BrazeError(f"compile_mlir expects a braze.Module, an mlir.ir.Module or IR text, "
                          f"got {type(module_or_text).__name__}")
-    run_pipeline(module, chosen.pipeline(options))
+    dump_dir = _fresh_dump_dir(Path(options.dump_dir)) if options.dump_dir is not None else None
+    run_pipeline(module, chosen.pipeline(options), dump_dir=dump_dir)
     module_op = module.mlir_module.operation
     func = select_entry(functions(module_op), entry)
     operations = list(func.regions[0].blocks[0].operations)
     kernels = [op for op in operations if op.operation.name == "braze.kernel"]
     unit = chosen.emit(operations, options)
+    if dump_dir is not None:
+        # Written from the emitted source, so a cache hit dumps it too.
+        (dump_dir / f"{chosen.name}-kernels{unit.extension}").write_text(unit.source)
     built = chosen.build(unit, options) if kernels else None
+    _log_codegen(chosen.name, unit, built)
     program = Program(module_op, func, built.kernels if built else None, list(unit.kernels.values()),
                       unit.launches, parameters, chosen.run_device())
     stats = {
@@ -85,6 +92,33 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         "target": chosen.name,
     }
     return CompiledProgram(module, program, stats)
+
+
+def _fresh_dump_dir(root: Path) -> Path:
+    """`root/compile-NNN`, the first number not taken: every compile (torch.compile
+    makes one per graph) keeps its own dumps."""
+    root.mkdir(parents=True, exist_ok=True)
+    number = 0
+    while True:
+        directory = root / f"compile-{number:03d}"
+        try:
+            directory.mkdir()
+            return directory
+        except FileExistsError:
+            number += 1
+
+
+def _log_codegen(target: str, unit, built) -> None:
+    if not logs.enabled("codegen"):
+        return
+    log = logs.logger("codegen")
+    if built is None:
+        log.info("%s: no kernels to emit", target)
+        return
+    log.info("%s: %d kernel(s) %s; source %s (cache %s)", target, len(unit.kernels), ", ".join(unit.kernels),
+             built.source_path, "hit" if built.cache_hit else "miss")
+    for launch, names in unit.launches.items():
+        log.debug("%s: launch %s runs %s", target, launch, ", ".join(names))
 
 
 class CompiledModel:

@@ -9,7 +9,7 @@ import braze
 
 def test_public_names():
     assert set(braze.__all__) == {"BrazeError", "ExportedProgram", "Module", "compile", "compile_mlir", "export",
-                                  "parse", "register_pass", "run_pipeline", "targets"}
+                                  "parse", "register_pass", "run_pipeline", "set_logs", "targets"}
 
 
 def test_parse_wraps_top_level_ops_in_a_module():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from importlib.metadata import entry_points
 
+from braze import logs
 from braze.comm.base import Comm, HookHandle, Work
 from braze.comm.errors import (
     CommAborted,
@@ -53,7 +54,14 @@ def new_comm(backend: str, rank: int, world_size: int, store: Store, timeout: fl
         raise CommInvalidArgument(f"new_comm: world_size must be a positive int, got {world_size!r}")
     if not isinstance(rank, int) or not 0 <= rank < world_size:
         raise CommInvalidArgument(f"new_comm: rank {rank!r} is out of range [0, {world_size})")
-    return _factory(backend)(rank, world_size, store, float(timeout), **options)
+    log = logs.logger("comm")
+    try:
+        comm = _factory(backend)(rank, world_size, store, float(timeout), **options)
+    except CommError as error:
+        log.warning("rank %d of %d: creating a %s communicator failed: %s", rank, world_size, backend, error)
+        raise
+    log.info("rank %d of %d: %s communicator ready (timeout %.1f s)", rank, world_size, backend, timeout)
+    return comm
 
 
 def join_comm(backend: str, rank: int, world_size: int, store: Store, uuid: str, timeout: float = 30.0,

@@ -8,12 +8,16 @@ before any pass runs, so a typo never leaves a module half-transformed.
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mlir import ir, passmanager
 
-from braze.errors import BrazeError
+from braze import logs
+from braze.errors import BrazeError, format_location
 from braze.ir import Module
 from braze.passes.registry import PythonPass, lookup, registered_passes
 
@@ -130,12 +134,30 @@ class _PythonStep:
             ) from None
 
 
-def _plan(pipeline: str, context: ir.Context) -> list[_NativeStep | _PythonStep]:
+_ANCHORED = re.compile(r"^([A-Za-z0-9_.\-]+)\((.*)\)$", flags=re.S)
+
+
+def _single_passes(element: str, pipeline: str) -> list[str]:
+    """`func.func(a,b)` as ["func.func(a)", "func.func(b)"]: one pass each, under
+    its anchors. (The same passes in the same order on each op: the passes
+    braze nests are local to the op they anchor on.)"""
+    match = _ANCHORED.match(element)
+    if not match:
+        return [element]
+    anchor, inner = match.groups()
+    return [f"{anchor}({single})" for part in _split_top_level(inner, pipeline)
+            for single in _single_passes(part, pipeline)]
+
+
+def _plan(pipeline: str, context: ir.Context, one_pass_per_step: bool = False) -> list[_NativeStep | _PythonStep]:
     steps: list[_NativeStep | _PythonStep] = []
     for element in _split_top_level(_strip_module_anchor(pipeline), pipeline):
         match = _ELEMENT_NAME.match(element)
         python_pass = lookup(match.group(1)) if match else None
         if python_pass is None:
+            if one_pass_per_step:
+                steps.extend(_NativeStep([single]) for single in _single_passes(element, pipeline))
+                continue
             if not steps or not isinstance(steps[-1], _NativeStep):
                 steps.append(_NativeStep())
             steps[-1].elements.append(element)
@@ -157,25 +179,112 @@ def _plan(pipeline: str, context: ir.Context) -> list[_NativeStep | _PythonStep]
     return steps
 
 
-def run_pipeline(module: Module, pipeline: str) -> Module:
+def run_pipeline(module: Module, pipeline: str, *, dump_dir: str | Path | None = None) -> Module:
     """Runs `pipeline` on `module` in place and returns the module.
 
     Example: `run_pipeline(m, "braze-simplify,my-py-pass{factor=2},cse")`.
+
+    With `dump_dir`, the IR before the passes (`000-input.mlir`) and after
+    each pass (`001-braze-simplify.mlir`, ...) is written there; each file
+    names the pipeline that takes the previous one to it (see
+    docs/observability.md). The `passes` log topic reports each pass's time
+    and op counts; the remarks the passes emit go to the `fusion` topic.
     """
     if not isinstance(module, Module):
         raise TypeError(f"run_pipeline expects a braze.Module, got {type(module).__name__}")
     if not isinstance(pipeline, str):
         raise TypeError(f"the pipeline must be a str, got {type(pipeline).__name__}")
-    for step in _plan(pipeline, module.context):
-        step.run(module)
+    observed = dump_dir is not None or logs.enabled("passes")
+    steps = _plan(pipeline, module.context, one_pass_per_step=observed)
+    remarks = logs.logger("fusion")
+    handler = module.context.attach_diagnostic_handler(_remark_logger(remarks)) \
+        if remarks.isEnabledFor(logging.INFO) else None
+    try:
+        if observed:
+            _run_observed(module, steps, Path(dump_dir) if dump_dir is not None else None)
+        else:
+            for step in steps:
+                step.run(module)
+    finally:
+        if handler is not None:
+            handler.detach()
     return module
+
+
+def _remark_logger(log: logging.Logger):
+    """A diagnostic handler that logs remarks to `log` and leaves the rest
+    (errors become BrazeErrors) to the pass manager."""
+    def handle(diagnostic) -> bool:
+        if diagnostic.severity != ir.DiagnosticSeverity.REMARK:
+            return False
+        log.info("%s: %s", format_location(diagnostic.location), diagnostic.message)
+        return True
+    return handle
+
+
+def _step_text(step: _NativeStep | _PythonStep) -> str:
+    if isinstance(step, _NativeStep):
+        return step.text
+    options = " ".join(f"{key}={value}" for key, value in step.options.items())
+    return step.pass_.name + (f"{{{options}}}" if options else "")
+
+
+def _op_count(module: Module) -> int:
+    count = 0
+
+    def visit(_op):
+        nonlocal count
+        count += 1
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return count - 1  # the module itself
+
+
+def _dump(directory: Path, number: int, name: str, header: list[str], module: Module) -> str:
+    """Writes the module as `NNN-name.mlir` under `header`; returns the file's name."""
+    # As braze-opt prints it (with --mlir-print-debuginfo), so that `diff`
+    # compares a replay with the next dump.
+    text = module.operation.get_asm(enable_debug_info=True) + "\n"
+    lines = "".join(f"// {line}\n" for line in header)
+    file_name = f"{number:03d}-{name}.mlir"
+    (directory / file_name).write_text(lines + text)
+    return file_name
+
+
+def _run_observed(module: Module, steps: list, dump_dir: Path | None) -> None:
+    """Runs one pass per step, timing each and counting ops around it, and
+    dumps the IR after each into `dump_dir`."""
+    log = logs.logger("passes")
+    if dump_dir is not None:
+        dump_dir.mkdir(parents=True, exist_ok=True)
+        previous = _dump(dump_dir, 0, "input", ["The IR before the passes."], module)
+    ops_before = _op_count(module)
+    for number, step in enumerate(steps, start=1):
+        text = _step_text(step)
+        started = time.perf_counter()
+        step.run(module)
+        seconds = time.perf_counter() - started
+        ops_after = _op_count(module)
+        log.info("%s: %.2f ms, %d -> %d ops", text, seconds * 1e3, ops_before, ops_after)
+        ops_before = ops_after
+        if dump_dir is None:
+            continue
+        name = _ELEMENT_NAME.match(text.rsplit("(", 1)[-1]).group(1)  # the innermost pass
+        if isinstance(step, _NativeStep):
+            replay = f"braze-opt {previous} --pass-pipeline='builtin.module({text})'"
+        else:
+            replay = f"braze.run_pipeline(braze.parse(<{previous}>), {text!r}) (a Python pass)"
+        previous = _dump(dump_dir, number, name, [f"After pass {number}: {text}", f"Replay: {replay}"], module)
 
 
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
                          collapse_dims: bool = True) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own)."""
-    fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}}}," if fuse else ""
+    # With the fusion log topic on, the fusion pass explains its decisions.
+    remarks = " remarks=true" if logs.enabled("fusion") else ""
+    fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{remarks}}}," if fuse else ""
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""
     return f"braze-simplify,func.func({fusion}braze-lower-kernels{layout}{collapse}),cse"

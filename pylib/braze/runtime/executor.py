@@ -23,6 +23,8 @@ live values, not its length.
 from __future__ import annotations
 
 import ctypes
+import logging
+import time
 import operator
 from collections import Counter
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ import numpy as np
 import torch
 from mlir import ir
 
-from braze import symbolic
+from braze import logs, symbolic
 from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError, format_location
 from braze.hostops import HOST_OPS, HostContext, run_op
@@ -46,6 +48,7 @@ from braze.hostops.signature import check_arguments
 _FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention"}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}
+_RUNTIME_LOG = logs.logger("runtime")
 # Evaluated once when the program is built.
 _CONSTANT = {"braze.constant", "braze.parameter", "arith.constant"}
 
@@ -447,10 +450,13 @@ class Program:
         env = list(self.template)
         for slot_number, value in zip(self.argument_slots, arguments):
             env[slot_number] = value
-        for step in self.steps:
-            step.run(env)
-            for slot_number in step.release:
-                env[slot_number] = None
+        if _RUNTIME_LOG.isEnabledFor(logging.DEBUG):
+            self._run_logged(env)
+        else:
+            for step in self.steps:
+                step.run(env)
+                for slot_number in step.release:
+                    env[slot_number] = None
         outputs = [env[s] for s in self.output_slots]
         for number in self.copied_outputs:
             if isinstance(outputs[number], torch.Tensor):
@@ -458,6 +464,19 @@ class Program:
         if as_numpy:
             outputs = [o.cpu().numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
         return outputs
+
+
+    def _run_logged(self, env: list) -> None:
+        """The steps of one call, each logged with its time (the `runtime`
+        log topic at DEBUG; the loop above is the same without the log)."""
+        _RUNTIME_LOG.debug("%s: call with %d step(s)", self.name, len(self.steps))
+        for number, step in enumerate(self.steps):
+            started = time.perf_counter()
+            step.run(env)
+            _RUNTIME_LOG.debug("%s: step %d %s: %.3f ms", self.name, number, step.run.name,
+                               (time.perf_counter() - started) * 1e3)
+            for slot_number in step.release:
+                env[slot_number] = None
 
 
 def _last_uses(steps) -> dict[int, int]:

@@ -45,10 +45,14 @@ class TargetOptions:
     # Directory of the compiled-kernel cache (default: BRAZE_CACHE_DIR).
     # Not part of the cache key.
     cache_dir: str | None = None
+    # Directory to write the IR after every pass and the generated source
+    # into (see docs/observability.md). Not part of the cache key.
+    dump_dir: str | None = None
 
     def key(self) -> str:
-        """What of the options changes a binary: everything but where it is kept."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "cache_dir"}
+        """What of the options changes a binary: everything but where files are written."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                  if f.name not in ("cache_dir", "dump_dir")}
         return f"{type(self).__name__}{sorted(fields.items())}"
 
 
