@@ -180,9 +180,13 @@ def require_toolchains() -> bool:
 
 
 def for_device(device_type: str) -> str:
-    """The target that serves tensors of a torch device type."""
+    """The target that serves tensors of a torch device type. torch's "cuda"
+    devices (NVIDIA, and AMD under ROCm builds) go to Triton where it is
+    installed (it reaches both vendors and autotunes), else to CUDA C++."""
     served = {"cpu": "cpu", "cuda": "cuda", "xpu": "opencl", "mps": "metal"}
     if device_type not in served:
         raise BrazeError(f"no braze target serves tensors on device {device_type!r} "
                          f"(served: {', '.join(sorted(served))})")
+    if device_type == "cuda" and "triton" in _entry_points() and get("triton").compiler_missing() is None:
+        return "triton"
     return served[device_type]

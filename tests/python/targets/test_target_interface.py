@@ -58,7 +58,9 @@ def test_a_missing_toolchain_is_an_error_naming_what_to_install(monkeypatch):
 
 
 def test_devices_map_to_targets():
-    assert [for_device(d) for d in ("cpu", "cuda", "xpu", "mps")] == ["cpu", "cuda", "opencl", "metal"]
+    assert [for_device(d) for d in ("cpu", "xpu", "mps")] == ["cpu", "opencl", "metal"]
+    # CUDA tensors go to Triton where it is installed, else to CUDA C++.
+    assert for_device("cuda") == ("triton" if targets_module.get("triton").compiler_missing() is None else "cuda")
     with pytest.raises(braze.BrazeError, match="no braze target serves tensors on device 'meta'"):
         for_device("meta")
 
