@@ -1,15 +1,18 @@
-"""The cuda target on a GPU: the CPU benchmark's models and the capture
-suite, compiled with braze (target="cuda") and compared with eager CUDA,
-with wall time per call and GPU kernel time per call (from the profiler,
-which sees the driver-API launches too). Run it when a session has a GPU;
-never in CI. Finishes in under 8 minutes (models past --budget are listed
-as skipped).
+"""braze's GPU targets on a GPU: the CPU benchmark's models and the capture
+suite compiled with braze (target="cuda" and target="triton", where each can
+run) and with Inductor, compared with eager CUDA on the same inputs in one
+run: time to first result (compile, autotuning, first call), median wall
+time per call, GPU kernel time and kernels per call (from the profiler, which
+sees the driver-API launches too). Run it when a session has a GPU; never in
+CI. Finishes in under 8 minutes (models past --budget are listed as skipped).
 
-    python benchmarks/gpu_check.py [--runs N] [--budget SECONDS] [--json PATH]
+    python benchmarks/gpu_check.py [--targets cuda,triton] [--no-inductor]
+                                   [--runs N] [--budget SECONDS] [--json PATH]
 
-Exits 2 with one line naming the reason where the cuda target cannot run
-(no GPU, no CUDA torch, no cuda-bindings); 1 when a model fails or differs
-from eager; 0 otherwise.
+Exits 2 with one line per target naming why it cannot run where none of the
+asked targets can (no GPU, no CUDA torch, no cuda-bindings, no triton, or
+TRITON_INTERPRET set); 1 when a model fails or differs from eager; 0
+otherwise.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -94,56 +98,93 @@ def _kernel_ms(call, runs: int) -> tuple[float, int]:
     return total_us / 1000 / runs, round(len(kernels) / runs)
 
 
-def check(name: str, build, runs: int) -> dict:
+def _engine_call(engine: str, model, args):
+    """(call, kernels) for one engine; compiling happens here."""
+    if engine == "eager":
+        return (lambda: model(*args)), None
+    if engine == "inductor":
+        compiled = torch.compile(model)
+        return (lambda: compiled(*args)), None
+    compiled = braze.compile(model, args, target=engine)
+    return (lambda: compiled(*args)), compiled.stats["kernels"]
+
+
+def check(name: str, build, runs: int, engines: list[str]) -> list[dict]:
+    """One row per engine: time to first result, error against eager, wall
+    and kernel time per call."""
     model, args = build()
     model = model.cuda() if isinstance(model, torch.nn.Module) else model
     args = tuple(_on_gpu(a) for a in args)
+    rows = []
     with torch.no_grad():
-        started = time.perf_counter()
-        compiled = braze.compile(model, args, target="cuda")
-        compile_s = time.perf_counter() - started
-        error = _relative_error(_first_tensor(compiled(*args)), _first_tensor(model(*args)))
-        row = {"model": name, "kernels": compiled.stats["kernels"], "compile_s": compile_s, "error": error}
-        for engine, call in (("eager", lambda: model(*args)), ("braze", lambda: compiled(*args))):
-            call()  # warm-up
-            row[f"{engine}_ms"] = _wall_ms(call, runs)
-            row[f"{engine}_kernel_ms"], row[f"{engine}_launches"] = _kernel_ms(call, max(runs // 4, 3))
-    return row
+        expected = _first_tensor(model(*args))
+        for engine in engines:
+            torch.cuda.synchronize()
+            started = time.perf_counter()
+            call, kernels = _engine_call(engine, model, args)
+            got = _first_tensor(call())
+            torch.cuda.synchronize()
+            row = {"model": name, "engine": engine, "kernels": kernels,
+                   "first_result_s": time.perf_counter() - started,
+                   "error": _relative_error(got, expected), "ms": _wall_ms(call, runs)}
+            row["kernel_ms"], row["launches"] = _kernel_ms(call, max(runs // 4, 3))
+            rows.append(row)
+    eager_ms = next(r["ms"] for r in rows if r["engine"] == "eager")
+    for row in rows:
+        row["speedup"] = eager_ms / row["ms"]
+    return rows
+
+
+def _unavailable(name: str) -> str | None:
+    """Why braze's target `name` cannot run on a GPU here (None: it can)."""
+    target = targets.get(name)
+    reason = target.compiler_missing() or target.device_missing()
+    if reason is None and name == "triton" and os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        reason = "TRITON_INTERPRET is set (Triton's CPU interpreter, not the GPU)"
+    return reason
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", default="cuda,triton", help="braze targets to run, comma-separated")
+    parser.add_argument("--no-inductor", action="store_true", help="leave torch.compile's Inductor out")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--budget", type=float, default=420.0, help="seconds; later models are skipped")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    cuda = targets.get("cuda")
-    reason = cuda.compiler_missing() or cuda.device_missing()
-    if reason:
-        print(f"gpu_check: the cuda target cannot run here: {reason}", file=sys.stderr)
+    asked = [name for name in args.targets.split(",") if name]
+    reasons = {name: _unavailable(name) for name in asked}
+    runnable = [name for name in asked if reasons[name] is None]
+    for name in asked:
+        if reasons[name]:
+            print(f"gpu_check: the {name} target cannot run here: {reasons[name]}", file=sys.stderr)
+    if not runnable:
         return 2
-    print(f"device: {torch.cuda.get_device_name()}, arch {cuda.device_arch()}")
-    print("| model | kernels | compile s | max rel. error | eager ms | braze ms | eager kernel ms (launches) "
-          "| braze kernel ms (launches) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    engines = ["eager"] + ([] if args.no_inductor else ["inductor"]) + runnable
+    print(f"device: {torch.cuda.get_device_name()}; engines: {', '.join(engines)}")
+    print("| model | engine | kernels | first result s | max rel. error | ms per call | x eager "
+          "| kernel ms (launches) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     started, rows, failed, skipped = time.perf_counter(), [], [], []
     for name, build in cases():
         if time.perf_counter() - started > args.budget:
             skipped.append(name)
             continue
         try:
-            row = check(name, build, args.runs)
+            model_rows = check(name, build, args.runs, engines)
         except Exception as error:  # report every model, then fail
             failed.append(f"{name}: {type(error).__name__}: {str(error)[:300]}")
             continue
-        rows.append(row)
-        mark = "" if row["error"] <= TOLERANCE else " MISMATCH"
-        if mark:
-            failed.append(f"{name}: max relative error {row['error']:.2e} > {TOLERANCE}")
-        print(f"| {name} | {row['kernels']} | {row['compile_s']:.2f} | {row['error']:.1e}{mark} "
-              f"| {row['eager_ms']:.3f} | {row['braze_ms']:.3f} | {row['eager_kernel_ms']:.3f} "
-              f"({row['eager_launches']}) | {row['braze_kernel_ms']:.3f} ({row['braze_launches']}) |", flush=True)
-    print(f"\n{len(rows)} models in {time.perf_counter() - started:.0f} s")
+        rows += model_rows
+        for row in model_rows:
+            mark = "" if row["error"] <= TOLERANCE else " MISMATCH"
+            if mark:
+                failed.append(f"{name} ({row['engine']}): max relative error {row['error']:.2e} > {TOLERANCE}")
+            kernels = "" if row["kernels"] is None else row["kernels"]
+            print(f"| {name} | {row['engine']} | {kernels} | {row['first_result_s']:.2f} | {row['error']:.1e}{mark} "
+                  f"| {row['ms']:.3f} | {row['speedup']:.2f}x | {row['kernel_ms']:.3f} ({row['launches']}) |",
+                  flush=True)
+    print(f"\n{len({r['model'] for r in rows})} models in {time.perf_counter() - started:.0f} s")
     for line in failed:
         print(f"FAILED {line}")
     if skipped:
