@@ -261,14 +261,14 @@ def BrazeChannelsLast : Pass<"braze-channels-last", "::mlir::func::FuncOp"> {
       written in NHWC order and handed on through `braze.permute [0, 3, 1,
       2]` (channels-last again).
 
-    Only the order of the points changes, never a value. Kernels without
-    reduction dims are reordered, and those that reduce over C alone (a
-    LayerNorm over channels): NHWC makes C innermost, a row reduction that
-    adds in the same order. A reduction over H and W keeps NCHW order (and
-    reads a copy of its channels-last input): in NHWC its inner loop would
-    stride over C, 2-4x slower on the CPU; over C together with H or W it
-    would add in another order. So does a kernel that reads no channels-last
-    value.
+    Only the order of the points changes, never a value, nor the order in
+    which a reduction adds its points: the permutation moves C behind H and
+    W, so a kernel is reordered unless it reduces over C together with H or
+    W. A reduction over C alone (a LayerNorm over channels) becomes a row
+    reduction, C innermost; one over H and W (a global average pool, the
+    mean of a squeeze-excitation block) a column reduction, whose innermost
+    dim C is parallel (the CPU emitter walks it in SIMD lanes). A kernel
+    that reads no channels-last value keeps its order.
 
     ```mlir
     %y = braze.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1

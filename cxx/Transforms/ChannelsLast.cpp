@@ -44,7 +44,7 @@ bool isRank4(Type type) {
 /// through a permutation to NHWC (a view of a channels-last tensor) and its
 /// accesses list their indices in that order. The body's values are the
 /// same at every point; only the order of the points changes (and of no
-/// reduction's points: see reducesOnlyOverChannels).
+/// reduction's points: see keepsReductionOrder).
 void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
   Block &body = kernel.getBody().front();
   unsigned rank = kernel.getRank(); // 4
@@ -127,16 +127,18 @@ void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
   }
 }
 
-/// Whether `kernel` should iterate in NHWC order, judged by its reduction
-/// dims: none; or C alone, which NHWC makes the innermost dim (a row
-/// reduction, and the same order of the points). A reduction over H and W
-/// would keep its order too, but would become a reduction over outer dims
-/// with a strided inner loop, which the CPU emitter runs 2-4x slower than
-/// a copy to NCHW and a row reduction; C together with H or W would add its
-/// points in another order.
-bool reducesOnlyOverChannels(KernelOp kernel) {
+/// Whether each reduction of `kernel` adds its points in the same order when
+/// the kernel iterates in NHWC order: the permutation only moves C behind H
+/// and W, so it does unless C is reduced together with H or W. A reduction
+/// over C alone becomes a row reduction (C innermost); one over H and W (a
+/// mean of an image, a squeeze-excitation block) a column reduction, whose
+/// innermost dim C is parallel and which the CPU emitter walks in SIMD lanes
+/// of consecutive channels.
+bool keepsReductionOrder(KernelOp kernel) {
   ArrayRef<int64_t> reduce = kernel.getReduce();
-  return reduce.empty() || (reduce.size() == 1 && reduce[0] == 1);
+  bool channels = llvm::is_contained(reduce, 1);
+  bool image = llvm::is_contained(reduce, 2) || llvm::is_contained(reduce, 3);
+  return !(channels && image);
 }
 
 struct BrazeChannelsLastPass
@@ -161,7 +163,7 @@ struct BrazeChannelsLastPass
       }
       auto kernel = dyn_cast<KernelOp>(op);
       if (!any || !kernel || kernel.getRank() != 4 ||
-          !reducesOnlyOverChannels(kernel) ||
+          !keepsReductionOrder(kernel) ||
           llvm::none_of(kernel.getInputs(),
                         [&](Value input) { return last.contains(input); }))
         return;
