@@ -81,6 +81,11 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
     - matrix products, layout changes and anything else stay outside (GEMM
       epilogues are `braze-epilogue-fusion`'s job);
     - no group may depend on itself through an op outside it;
+    - a group computing a transcendental function (exp, sigmoid, tanh, erf,
+      sin, ...) does not join a group that broadcasts its domain 4 times or
+      more (a squeeze-excitation scale spread over an image, rotary angles
+      over the heads), nor is such an op recomputed there: it would run once
+      per broadcast point instead of once per point of its own domain;
     - `recompute-limit` > 0 lets a pointwise op whose result several groups
       read be recomputed in up to that many groups, instead of being written
       to memory and read back.

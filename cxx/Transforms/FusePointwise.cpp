@@ -39,6 +39,35 @@ bool isSplatConstant(Operation *op) {
 /// A reduction whose result broadcasts back over its input's domain.
 bool keepsDims(Operation *op) { return op->hasAttr("keepdim"); }
 
+/// Ops that evaluate a transcendental function (tens of instructions per
+/// element, where other pointwise ops take one or two).
+bool isTranscendental(Operation *op) {
+  return isa<ExpOp, Expm1Op, Exp2Op, LogOp, Log1pOp, Log2Op, TanhOp, SigmoidOp,
+             SiluOp, ErfOp, GeluOp, SinOp, CosOp, TanOp, AsinOp, AcosOp,
+             AtanOp, SinhOp, CoshOp, PowOp, Atan2Op>(op);
+}
+
+/// Whether ops iterating over `domain` would run at least `times` times per
+/// point when they iterate over `merged` instead: the product of the
+/// extents `merged` broadcasts `domain` along (a per-channel value spread
+/// over an image: H * W). A dynamic extent counts as large.
+bool broadcastsInto(ArrayRef<int64_t> domain, ArrayRef<int64_t> merged,
+                    int64_t times) {
+  int64_t product = 1;
+  for (auto [own, other] : llvm::zip_equal(domain, merged)) {
+    if (own != 1 || other == 1)
+      continue;
+    if (ShapedType::isDynamic(other))
+      return true;
+    product *= other;
+  }
+  return product >= times;
+}
+
+/// From this many recomputations per point on, a transcendental costs more
+/// inside the kernel that broadcasts it than computed once and read back.
+constexpr int64_t kTranscendentalBroadcast = 4;
+
 /// The fusion groups of one block, built by merging producers into
 /// consumers in program order.
 class Grouping {
@@ -89,6 +118,16 @@ private:
       LLVM_DEBUG(llvm::dbgs() << "domains differ: " << *producer << " / "
                               << *consumer << "\n");
       return;
+    }
+    if (broadcastsInto(domains[producerLeader], *domain,
+                       kTranscendentalBroadcast) &&
+        llvm::any_of(block, [&](Operation &op) {
+          return inGroup(&op, producerLeader) && isTranscendental(&op);
+        })) {
+      LLVM_DEBUG(llvm::dbgs() << "would recompute a transcendental at every "
+                                 "broadcast point: "
+                              << *producer << " / " << *consumer << "\n");
+      return; // computed once per point of its own domain instead
     }
     ArrayRef<int64_t> producerDims = reductions[producerLeader];
     ArrayRef<int64_t> consumerDims = reductions[consumerLeader];
@@ -177,12 +216,24 @@ void planRecomputation(MutableArrayRef<GroupPlan> plans, int64_t limit,
     for (Operation *op : plan.members)
       for (Value operand : op->getOperands())
         reads.insert(operand);
+    // The group's domain: a transcendental producer that would be
+    // recomputed at each of its broadcast points stays outside.
+    std::optional<SmallVector<int64_t>> domain =
+        SmallVector<int64_t>(domainOf(plan.members.front()));
+    for (Operation *op : plan.members)
+      if (domain)
+        domain = mergeDomains(*domain, domainOf(op));
     for (Operation *op : plan.members) {
       for (Value operand : op->getOperands()) {
         Operation *producer = operand.getDefiningOp();
         if (!producer || plan.contains(producer) ||
             !producer->hasTrait<PointwiseTrait>() ||
             copies[producer] >= limit)
+          continue;
+        if (isTranscendental(producer) &&
+            (!domain || domainOf(producer).size() != domain->size() ||
+             broadcastsInto(domainOf(producer), *domain,
+                            kTranscendentalBroadcast)))
           continue;
         bool cheap = llvm::all_of(producer->getOperands(), [&](Value v) {
           return reads.contains(v) || isSplatConstant(v.getDefiningOp());
