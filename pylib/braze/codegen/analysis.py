@@ -267,6 +267,13 @@ class KernelAnalysis:
         results = op.operation.results
         return bool(results) and results[0] in self.full
 
+    @property
+    def transcendental(self) -> bool:
+        """Whether the kernel evaluates a transcendental function (tens of
+        arithmetic instructions per element: its loops are bound by
+        arithmetic rather than by memory)."""
+        return any(op.operation.name in EXPENSIVE for op in self.ops)
+
     def varies_along_lanes(self, op) -> bool:
         results = op.operation.results
         return bool(results) and results[0] in self.lane_values

@@ -1,6 +1,7 @@
 """The CPU backend end to end: models and edge cases against eager PyTorch,
 dynamic shapes, the compiled-library cache, and errors."""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -334,4 +335,19 @@ def test_values_stored_beside_a_reduction_are_written_by_its_loop():
     for kernel in source.split('extern "C"')[1:]:
         assert kernel.count("bz_exp(") <= 1
     for got, want in zip(compiled(x), ActivationAndMean()(x)):
+        torch.testing.assert_close(got, want)
+
+
+def test_only_kernels_evaluating_transcendentals_ask_for_wide_vectors():
+    class Two(torch.nn.Module):
+        def forward(self, x):
+            return torch.sigmoid(x) * 3, (x * 2).sum(-1)
+
+    x = torch.randn(8, 100)
+    compiled = braze.compile(Two(), (x,))
+    parts = re.split(r'\nextern "C" ', compiled.stats["source"].read_text())[1:]
+    kernels = [part for part in parts if "_launch_" not in part.split("(")[0]]
+    assert sorted("BZ_WIDE_VECTORS" in k for k in kernels) == [False, True]
+    assert all(("BZ_WIDE_VECTORS" in k) == ("bz_exp(" in k) for k in kernels)
+    for got, want in zip(compiled(x), Two()(x)):
         torch.testing.assert_close(got, want)

@@ -308,7 +308,9 @@ class CppRenderer(CStyleRenderer):
     # -- the kernel -----------------------------------------------------
     def render(self) -> str:
         arguments = self.a.arguments
-        head = [f'extern "C" int {self.a.name}(void* const* buffers, const int64_t* sizes) {{']
+        # Transcendental functions make a loop compute-bound: wide vectors pay.
+        wide = "BZ_WIDE_VECTORS " if self.a.transcendental else ""
+        head = [f'extern "C" {wide}int {self.a.name}(void* const* buffers, const int64_t* sizes) {{']
         # A pointwise kernel may write a result over an input of its shape
         # (the executor reuses dead buffers): no restrict there, the simd
         # pragma vectorizes anyway, each point reading before it writes.
