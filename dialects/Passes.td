@@ -264,7 +264,8 @@ def BrazeChannelsLast : Pass<"braze-channels-last", "::mlir::func::FuncOp"> {
       4-D tensor it reads is seen through `braze.permute [0, 2, 3, 1]` (for
       channels-last memory, a contiguous view) and each 4-D result is
       written in NHWC order and handed on through `braze.permute [0, 3, 1,
-      2]` (channels-last again).
+      2]` (channels-last again); a kernel reordered after it reads the NHWC
+      result itself.
 
     Only the order of the points changes, never a value, nor the order in
     which a reduction adds its points: the permutation moves C behind H and

@@ -56,8 +56,14 @@ void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
     if (!isRank4(input.getType()))
       continue;
     auto type = permuted(cast<RankedTensorType>(input.getType()), toLast);
-    input = PermuteOp::create(builder, loc, type, input,
-                              builder.getDenseI64ArrayAttr(toLast));
+    // A result this pass permuted back to NCHW is read in NHWC as written.
+    auto back = input.getDefiningOp<PermuteOp>();
+    if (back && back.getPermutation() == ArrayRef<int64_t>(toFirst) &&
+        back.getInput().getType() == type)
+      input = back.getInput();
+    else
+      input = PermuteOp::create(builder, loc, type, input,
+                                builder.getDenseI64ArrayAttr(toLast));
     kernel.getInputArgument(number).setType(type);
   }
   kernel.getInputsMutable().assign(inputs);
@@ -149,7 +155,7 @@ struct BrazeChannelsLastPass
     // Values held in channels-last memory: results of the convolutions and
     // of the kernels made to write in NHWC order.
     llvm::DenseSet<Value> last;
-    SmallVector<Value> made;
+    SmallVector<Value> made, permutedBack;
     bool any = false;
     getOperation().walk([&](Operation *op) {
       if (auto convolution = dyn_cast<ConvolutionOp>(op)) {
@@ -170,8 +176,14 @@ struct BrazeChannelsLastPass
       made.clear();
       permuteKernel(kernel, made);
       last.insert(made.begin(), made.end());
+      permutedBack.append(made);
       ++numKernels;
     });
+    // Permutes back to NCHW that only reordered kernels read: they read the
+    // NHWC result instead.
+    for (Value back : permutedBack)
+      if (back.use_empty())
+        back.getDefiningOp()->erase();
   }
 };
 } // namespace

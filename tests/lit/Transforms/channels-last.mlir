@@ -181,3 +181,32 @@ func.func @conv1d(%x: tensor<2x8x14xf32>, %w: tensor<8x8x3xf32>) -> tensor<2x8x1
   }
   return %k : tensor<2x8x14xf32>
 }
+
+// -----
+
+// Tests that a kernel reading another reordered kernel's result reads its
+// NHWC form directly: no permute back to NCHW and forward again, and the
+// permute back that nothing else reads is gone.
+// CHECK-LABEL: func.func @kernel_after_kernel
+// CHECK: %[[V:.*]] = braze.permute %{{.*}} [0, 2, 3, 1] : tensor<2x8x14x14xf32> -> tensor<2x14x14x8xf32>
+// CHECK: %[[A:.*]] = braze.kernel ins(%[[V]] : tensor<2x14x14x8xf32>) domain [2, 14, 14, 8]
+// CHECK-NOT: braze.permute
+// CHECK: %[[B:.*]] = braze.kernel ins(%[[A]] : tensor<2x14x14x8xf32>) domain [2, 14, 14, 8]
+// CHECK: %[[OUT:.*]] = braze.permute %[[B]] [0, 3, 1, 2] : tensor<2x14x14x8xf32> -> tensor<2x8x14x14xf32>
+// CHECK-NEXT: return %[[OUT]]
+func.func @kernel_after_kernel(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<2x8x14x14xf32> {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %a = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [] : tensor<2x8x14x14xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %t: tensor<2x8x14x14xf32>):
+    %v = tensor.extract %t[%i0, %i1, %i2, %i3] : tensor<2x8x14x14xf32>
+    %r = math.exp %v : f32
+    braze.store %r, 0 [%i0, %i1, %i2, %i3] : f32
+  }
+  %b = braze.kernel ins(%a : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [] : tensor<2x8x14x14xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %t: tensor<2x8x14x14xf32>):
+    %v = tensor.extract %t[%i0, %i1, %i2, %i3] : tensor<2x8x14x14xf32>
+    %r = math.tanh %v : f32
+    braze.store %r, 0 [%i0, %i1, %i2, %i3] : f32
+  }
+  return %b : tensor<2x8x14x14xf32>
+}

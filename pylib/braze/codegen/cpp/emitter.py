@@ -249,14 +249,13 @@ class CppRenderer(CStyleRenderer):
                 spelled[variable] = f"{name}_{variable}"
                 out.append(f"{indent}{c_type} {name}_{variable} = {initial};")
         update = [line.format(**spelled) for line in update]
-        if column:
+        result_type = "int64_t" if kind == "argmax" else "bool" if value_type == "bool" else value_type
+        if column:  # the lanes are independent: no reduction clauses
             self._reduction_loops(body + update, indent, self.simd(), out)
-            result_type = "int64_t" if kind == "argmax" else "bool" if value_type == "bool" else value_type
             self._lane_array(result_type, name, out, indent, final.format(**spelled))
             return
         pragma = "" if clauses is None else self.simd(clauses.format(**spelled))
         self._reduction_loops(body + update, indent, pragma, out)
-        result_type = "int64_t" if kind == "argmax" else "bool" if value_type == "bool" else value_type
         out.append(f"{indent}const {result_type} {name} = {final.format(**spelled)};")
 
     def _sum_stage(self, name: str, value_type: str, body: list[str], out: list[str], indent: str) -> None:
@@ -348,7 +347,7 @@ class CppRenderer(CStyleRenderer):
             lane_arrays.clear()
             lane_lines.clear()
 
-        column = self.a.lane_dim is not None
+        column = self.lane_dim is not None
         for op in self.a.ops:
             name = op.operation.name
             if name == "braze.reduce":
