@@ -81,6 +81,11 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
     - matrix products, layout changes and anything else stay outside (GEMM
       epilogues are `braze-epilogue-fusion`'s job);
     - no group may depend on itself through an op outside it;
+    - a group computing a transcendental function (exp, sigmoid, tanh, erf,
+      sin, ...) does not join a group that broadcasts its domain 4 times or
+      more (a squeeze-excitation scale spread over an image, rotary angles
+      over the heads), nor is such an op recomputed there: it would run once
+      per broadcast point instead of once per point of its own domain;
     - `recompute-limit` > 0 lets a pointwise op whose result several groups
       read be recomputed in up to that many groups, instead of being written
       to memory and read back.
@@ -270,16 +275,17 @@ def BrazeChannelsLast : Pass<"braze-channels-last", "::mlir::func::FuncOp"> {
       4-D tensor it reads is seen through `braze.permute [0, 2, 3, 1]` (for
       channels-last memory, a contiguous view) and each 4-D result is
       written in NHWC order and handed on through `braze.permute [0, 3, 1,
-      2]` (channels-last again).
+      2]` (channels-last again); a kernel reordered after it reads the NHWC
+      result itself.
 
-    Only the order of the points changes, never a value. Kernels without
-    reduction dims are reordered, and those that reduce over C alone (a
-    LayerNorm over channels): NHWC makes C innermost, a row reduction that
-    adds in the same order. A reduction over H and W keeps NCHW order (and
-    reads a copy of its channels-last input): in NHWC its inner loop would
-    stride over C, 2-4x slower on the CPU; over C together with H or W it
-    would add in another order. So does a kernel that reads no channels-last
-    value.
+    Only the order of the points changes, never a value, nor the order in
+    which a reduction adds its points: the permutation moves C behind H and
+    W, so a kernel is reordered unless it reduces over C together with H or
+    W. A reduction over C alone (a LayerNorm over channels) becomes a row
+    reduction, C innermost; one over H and W (a global average pool, the
+    mean of a squeeze-excitation block) a column reduction, whose innermost
+    dim C is parallel (the CPU emitter walks it in SIMD lanes). A kernel
+    that reads no channels-last value keeps its order.
 
     ```mlir
     %y = braze.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1

@@ -44,7 +44,7 @@ bool isRank4(Type type) {
 /// through a permutation to NHWC (a view of a channels-last tensor) and its
 /// accesses list their indices in that order. The body's values are the
 /// same at every point; only the order of the points changes (and of no
-/// reduction's points: see reducesOnlyOverChannels).
+/// reduction's points: see keepsReductionOrder).
 void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
   Block &body = kernel.getBody().front();
   unsigned rank = kernel.getRank(); // 4
@@ -56,8 +56,14 @@ void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
     if (!isRank4(input.getType()))
       continue;
     auto type = permuted(cast<RankedTensorType>(input.getType()), toLast);
-    input = PermuteOp::create(builder, loc, type, input,
-                              builder.getDenseI64ArrayAttr(toLast));
+    // A result this pass permuted back to NCHW is read in NHWC as written.
+    auto back = input.getDefiningOp<PermuteOp>();
+    if (back && back.getPermutation() == ArrayRef<int64_t>(toFirst) &&
+        back.getInput().getType() == type)
+      input = back.getInput();
+    else
+      input = PermuteOp::create(builder, loc, type, input,
+                                builder.getDenseI64ArrayAttr(toLast));
     kernel.getInputArgument(number).setType(type);
   }
   kernel.getInputsMutable().assign(inputs);
@@ -127,16 +133,18 @@ void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
   }
 }
 
-/// Whether `kernel` should iterate in NHWC order, judged by its reduction
-/// dims: none; or C alone, which NHWC makes the innermost dim (a row
-/// reduction, and the same order of the points). A reduction over H and W
-/// would keep its order too, but would become a reduction over outer dims
-/// with a strided inner loop, which the CPU emitter runs 2-4x slower than
-/// a copy to NCHW and a row reduction; C together with H or W would add its
-/// points in another order.
-bool reducesOnlyOverChannels(KernelOp kernel) {
+/// Whether each reduction of `kernel` adds its points in the same order when
+/// the kernel iterates in NHWC order: the permutation only moves C behind H
+/// and W, so it does unless C is reduced together with H or W. A reduction
+/// over C alone becomes a row reduction (C innermost); one over H and W (a
+/// mean of an image, a squeeze-excitation block) a column reduction, whose
+/// innermost dim C is parallel and which the CPU emitter walks in SIMD lanes
+/// of consecutive channels.
+bool keepsReductionOrder(KernelOp kernel) {
   ArrayRef<int64_t> reduce = kernel.getReduce();
-  return reduce.empty() || (reduce.size() == 1 && reduce[0] == 1);
+  bool channels = llvm::is_contained(reduce, 1);
+  bool image = llvm::is_contained(reduce, 2) || llvm::is_contained(reduce, 3);
+  return !(channels && image);
 }
 
 struct BrazeChannelsLastPass
@@ -147,7 +155,7 @@ struct BrazeChannelsLastPass
     // Values held in channels-last memory: results of the convolutions and
     // of the kernels made to write in NHWC order.
     llvm::DenseSet<Value> last;
-    SmallVector<Value> made;
+    SmallVector<Value> made, permutedBack;
     bool any = false;
     getOperation().walk([&](Operation *op) {
       if (auto convolution = dyn_cast<ConvolutionOp>(op)) {
@@ -161,15 +169,21 @@ struct BrazeChannelsLastPass
       }
       auto kernel = dyn_cast<KernelOp>(op);
       if (!any || !kernel || kernel.getRank() != 4 ||
-          !reducesOnlyOverChannels(kernel) ||
+          !keepsReductionOrder(kernel) ||
           llvm::none_of(kernel.getInputs(),
                         [&](Value input) { return last.contains(input); }))
         return;
       made.clear();
       permuteKernel(kernel, made);
       last.insert(made.begin(), made.end());
+      permutedBack.append(made);
       ++numKernels;
     });
+    // Permutes back to NCHW that only reordered kernels read: they read the
+    // NHWC result instead.
+    for (Value back : permutedBack)
+      if (back.use_empty())
+        back.getDefiningOp()->erase();
   }
 };
 } // namespace

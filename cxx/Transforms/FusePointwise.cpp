@@ -39,6 +39,35 @@ bool isSplatConstant(Operation *op) {
 /// A reduction whose result broadcasts back over its input's domain.
 bool keepsDims(Operation *op) { return op->hasAttr("keepdim"); }
 
+/// Ops that evaluate a transcendental function (tens of instructions per
+/// element, where other pointwise ops take one or two).
+bool isTranscendental(Operation *op) {
+  return isa<ExpOp, Expm1Op, Exp2Op, LogOp, Log1pOp, Log2Op, TanhOp, SigmoidOp,
+             SiluOp, ErfOp, GeluOp, SinOp, CosOp, TanOp, AsinOp, AcosOp,
+             AtanOp, SinhOp, CoshOp, PowOp, Atan2Op>(op);
+}
+
+/// Whether ops iterating over `domain` would run at least `times` times per
+/// point when they iterate over `merged` instead: the product of the
+/// extents `merged` broadcasts `domain` along (a per-channel value spread
+/// over an image: H * W). A dynamic extent counts as large.
+bool broadcastsInto(ArrayRef<int64_t> domain, ArrayRef<int64_t> merged,
+                    int64_t times) {
+  int64_t product = 1;
+  for (auto [own, other] : llvm::zip_equal(domain, merged)) {
+    if (own != 1 || other == 1)
+      continue;
+    if (ShapedType::isDynamic(other))
+      return true;
+    product *= other;
+  }
+  return product >= times;
+}
+
+/// From this many recomputations per point on, a transcendental costs more
+/// inside the kernel that broadcasts it than computed once and read back.
+constexpr int64_t kTranscendentalBroadcast = 4;
+
 /// The fusion groups of one block, built by merging producers into
 /// consumers in program order.
 class Grouping {
@@ -90,6 +119,15 @@ private:
         mergeDomains(domains[producerLeader], domains[consumerLeader]);
     if (!domain)
       return refuse(producer, consumer, "their iteration domains differ");
+    if (broadcastsInto(domains[producerLeader], *domain,
+                       kTranscendentalBroadcast) &&
+        llvm::any_of(block, [&](Operation &op) {
+          return inGroup(&op, producerLeader) && isTranscendental(&op);
+        }))
+      // Computed once per point of its own domain instead.
+      return refuse(producer, consumer,
+                    "it would recompute a transcendental function at every "
+                    "broadcast point");
     ArrayRef<int64_t> producerDims = reductions[producerLeader];
     ArrayRef<int64_t> consumerDims = reductions[consumerLeader];
     // One kernel loops over one set of reduction dims.
@@ -190,6 +228,13 @@ void planRecomputation(MutableArrayRef<GroupPlan> plans, int64_t limit,
     for (Operation *op : plan.members)
       for (Value operand : op->getOperands())
         reads.insert(operand);
+    // The group's domain: a transcendental producer that would be
+    // recomputed at each of its broadcast points stays outside.
+    std::optional<SmallVector<int64_t>> domain =
+        SmallVector<int64_t>(domainOf(plan.members.front()));
+    for (Operation *op : plan.members)
+      if (domain)
+        domain = mergeDomains(*domain, domainOf(op));
     for (Operation *op : plan.members) {
       for (Value operand : op->getOperands()) {
         Operation *producer = operand.getDefiningOp();
@@ -207,6 +252,15 @@ void planRecomputation(MutableArrayRef<GroupPlan> plans, int64_t limit,
         if (copies[producer] >= limit) {
           if (remarks)
             remark() << ": already in " << limit << " group(s) (recompute-limit)";
+          continue;
+        }
+        if (isTranscendental(producer) &&
+            (!domain || domainOf(producer).size() != domain->size() ||
+             broadcastsInto(domainOf(producer), *domain,
+                            kTranscendentalBroadcast))) {
+          if (remarks)
+            remark() << ": a transcendental function spread over a larger "
+                        "domain";
           continue;
         }
         bool cheap = llvm::all_of(producer->getOperands(), [&](Value v) {

@@ -9,9 +9,16 @@ target's spelling.
   (which domain dim each input dim follows);
 * which values depend on a reduction index (`full`): they are computed per
   reduction point, the others once per parallel point;
+* for a kernel that reduces over outer dims only (a "column" reduction: its
+  innermost dim is parallel), that dim (`lane_dim`) and the values that vary
+  along it (`lane_values`): a renderer may walk a block of that dim at every
+  reduction point, reading consecutive elements, instead of one strided
+  column per parallel point;
 * the stages over the reduction points: one per `braze.reduce`, then one
   for the stores of reduction-dependent values, with the ops each stage
-  needs and what later stages need again;
+  needs and what later stages need again; a store per reduction point that
+  needs no reduction's result (an activation stored beside its mean) is
+  written by the first reduction's loop, which computes its value anyway;
 * each store's guard (the parallel dims it does not index: only the point
   where those indices are 0 writes);
 * whether the kernel can fail at run time (an integer division or
@@ -107,13 +114,18 @@ class KernelSpec:
 @dataclass
 class Stage:
     """One pass over the reduction points: computes `roots` (the operand of
-    `reduce`, or the values of `stores`) from the ops in `ops`."""
+    `reduce` and the values of `stores`, which it writes at each point)."""
 
     roots: list[ir.Value]
     reduce: object | None  # the braze.reduce op, or None for the store stage
     stores: list = field(default_factory=list)
     # Reduction-dependent ops that later stages need again.
     needed_later: set = field(default_factory=set)
+
+    @property
+    def before(self):
+        """The op its roots are all computed before (None: any op)."""
+        return None if self.stores else self.reduce
 
 
 class KernelAnalysis:
@@ -133,6 +145,11 @@ class KernelAnalysis:
         self.ops = list(self.block.operations)
         self.producers = {r: op for op in self.ops for r in op.operation.results}
         self.full: set[ir.Value] = {self.arguments[d] for d in self.reduce}
+        last = self.rank - 1
+        self.lane_dim = last if self.reduce and last not in self.reduce and self.domain[last] != 1 else None
+        # Reduced values count as varying along the lanes: they are per
+        # parallel point, and the lanes are parallel points.
+        self.lane_values: set[ir.Value] = set() if self.lane_dim is None else {self.arguments[last]}
         self.can_fail = False
         self.stages: list[Stage] = []
         stores = []
@@ -144,17 +161,27 @@ class KernelAnalysis:
                 self.can_fail = True
             if name == "braze.reduce":
                 self.stages.append(Stage([op.operation.operands[0]], op))
+                if self.lane_dim is not None:
+                    self.lane_values.update(op.operation.results)
                 continue
+            if self.lane_dim is not None and any(v in self.lane_values for v in op.operation.operands):
+                self.lane_values.update(op.operation.results)
             if any(v in self.full for v in op.operation.operands):
                 self.full.update(op.operation.results)
             if name == "braze.store" and self.per_reduction_point(op):
                 stores.append(op)
+        if stores and not self.reduce:
+            raise BrazeError("internal error: reduction-dependent store without reduction dims "
+                             "(a braze bug)")
+        if self.stages:
+            first = self.stages[0]
+            early = [s for s in stores if self._computed_before(s, first.reduce)]
+            first.roots += [s.operation.operands[0] for s in early]
+            first.stores = early
+            stores = [s for s in stores if s not in early]
         if stores:
-            if not self.reduce:
-                raise BrazeError("internal error: reduction-dependent store without reduction dims "
-                                 "(a braze bug)")
             self.stages.append(Stage([s.operation.operands[0] for s in stores], None, stores))
-        needs = [set(self.needed_full_ops(s.roots, s.reduce)) for s in self.stages]
+        needs = [set(self.needed_full_ops(s.roots, s.before)) for s in self.stages]
         for k, stage in enumerate(self.stages):
             stage.needed_later = set().union(*needs[k + 1:])
 
@@ -185,6 +212,27 @@ class KernelAnalysis:
         on a reduction index, or it writes at one (a value broadcast along a
         reduced dim is written once per reduction point)."""
         return any(v in self.full for v in store.operation.operands)
+
+    def _computed_before(self, store, reduce) -> bool:
+        """Whether everything `store` writes (its value and indices) is
+        computed by ops before `reduce`, so from no reduction's result."""
+        position = {op: number for number, op in enumerate(self.ops)}
+        stack, seen = list(store.operation.operands), set()
+        while stack:
+            op = self.producers.get(stack.pop())
+            if op is None or op in seen:
+                continue
+            if position[op] > position[reduce]:
+                return False
+            seen.add(op)
+            stack.extend(op.operation.operands)
+        return True
+
+    @property
+    def final_stores(self) -> list:
+        """The stores of the last stage over the reduction points, after
+        every reduction (they need a reduction's result)."""
+        return self.stages[-1].stores if self.stages and self.stages[-1].reduce is None else []
 
     def store_guards(self, store) -> list[int]:
         """The parallel dims a store does not index: points differing only
@@ -218,6 +266,17 @@ class KernelAnalysis:
     def is_full(self, op) -> bool:
         results = op.operation.results
         return bool(results) and results[0] in self.full
+
+    @property
+    def transcendental(self) -> bool:
+        """Whether the kernel evaluates a transcendental function (tens of
+        arithmetic instructions per element: its loops are bound by
+        arithmetic rather than by memory)."""
+        return any(op.operation.name in EXPENSIVE for op in self.ops)
+
+    def varies_along_lanes(self, op) -> bool:
+        results = op.operation.results
+        return bool(results) and results[0] in self.lane_values
 
     # -- the launch ABI -------------------------------------------------
     def sizes_offset(self, which: str, number: int) -> int:

@@ -149,7 +149,7 @@ class GpuRenderer(CStyleRenderer):
                         body.append(f"  if (tid == 0) {{ {line} }}" if self.tree else f"  {line}")
                 elif not a.is_full(op):
                     self.define(op, body, "  ")
-            stores = a.stages[-1].stores if a.stages else []
+            stores = a.final_stores
             if stores:
                 saved = dict(self.names)
                 inner = self._stage_body([s.operation.operands[0] for s in stores], None)
@@ -206,7 +206,9 @@ class GpuRenderer(CStyleRenderer):
         value_type = self.compute_type(operand.type)
         name = self.fresh()
         saved = dict(self.names)
-        inner = self._stage_body([operand], op)
+        stage = next(stage for stage in self.a.stages if stage.reduce is op)
+        inner = self._stage_body(stage.roots, stage.before)
+        inner += [self.store_line(store) for store in stage.stores]
         value = self.names[operand]
         self.names = {**saved, result: name}
         buffer = f"{name}_s"

@@ -84,12 +84,19 @@ func.func @channel_mean(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> (
 
 // -----
 
-// Tests that a reduction over H and W keeps NCHW order (in NHWC its inner
-// loop would stride over C) while its convolution runs channels-last.
+// Tests that a reduction over H and W (a global average pool) iterates in
+// NHWC order, a column reduction with C innermost: its reduction dims are
+// renumbered, H and W keep their order, and a result of lower rank is
+// stored at the same indices as before.
 // CHECK-LABEL: func.func @spatial_mean
 // CHECK: braze.convolution {{.*}} memory_format "channels_last"
+// CHECK: %[[V:.*]] = braze.permute %{{.*}} [0, 2, 3, 1] : tensor<2x8x14x14xf32> -> tensor<2x14x14x8xf32>
+// CHECK: %[[K:.*]] = braze.kernel ins(%[[V]] : tensor<2x14x14x8xf32>) domain [2, 14, 14, 8] reduce [1, 2] : tensor<2x8xf32>
+// CHECK: ^bb0(%[[N:[a-z0-9]+]]: index, %[[H:[a-z0-9]+]]: index, %[[W:[a-z0-9]+]]: index, %[[C:[a-z0-9]+]]: index,
+// CHECK: tensor.extract %{{.*}}[%[[N]], %[[H]], %[[W]], %[[C]]]
+// CHECK: braze.store %{{.*}}, 0 [%[[N]], %[[C]]] : f32
 // CHECK-NOT: braze.permute
-// CHECK: domain [2, 8, 14, 14] reduce [2, 3]
+// CHECK: return %[[K]]
 func.func @spatial_mean(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<2x8xf32> {
   %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
   %k = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [2, 3] : tensor<2x8xf32> {
@@ -103,7 +110,26 @@ func.func @spatial_mean(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> t
 
 // -----
 
-// Tests that a reduction over C together with H and W keeps its order: in
+// Tests that a reduction over N, H and W (batch statistics per channel)
+// iterates in NHWC order, its keepdim result permuted back.
+// CHECK-LABEL: func.func @batch_statistics
+// CHECK: braze.kernel ins(%{{.*}} : tensor<2x14x14x8xf32>) domain [2, 14, 14, 8] reduce [0, 1, 2] : tensor<1x1x1x8xf32>
+// CHECK: braze.permute %{{.*}} [0, 3, 1, 2] : tensor<1x1x1x8xf32> -> tensor<1x8x1x1xf32>
+func.func @batch_statistics(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<1x8x1x1xf32> {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %k = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [0, 2, 3] : tensor<1x8x1x1xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x8x14x14xf32>):
+    %c0 = arith.constant 0 : index
+    %v = tensor.extract %a[%i0, %i1, %i2, %i3] : tensor<2x8x14x14xf32>
+    %s = braze.reduce "add" %v : f32 -> f32
+    braze.store %s, 0 [%c0, %i1, %c0, %c0] : f32
+  }
+  return %k : tensor<1x8x1x1xf32>
+}
+
+// -----
+
+// Tests that a reduction over C together with H and W keeps NCHW order: in
 // NHWC order it would add its points in another order.
 // CHECK-LABEL: func.func @reduction
 // CHECK: braze.convolution {{.*}} memory_format "channels_last"
@@ -154,4 +180,33 @@ func.func @conv1d(%x: tensor<2x8x14xf32>, %w: tensor<8x8x3xf32>) -> tensor<2x8x1
     braze.store %r, 0 [%i0, %i1, %i2] : f32
   }
   return %k : tensor<2x8x14xf32>
+}
+
+// -----
+
+// Tests that a kernel reading another reordered kernel's result reads its
+// NHWC form directly: no permute back to NCHW and forward again, and the
+// permute back that nothing else reads is gone.
+// CHECK-LABEL: func.func @kernel_after_kernel
+// CHECK: %[[V:.*]] = braze.permute %{{.*}} [0, 2, 3, 1] : tensor<2x8x14x14xf32> -> tensor<2x14x14x8xf32>
+// CHECK: %[[A:.*]] = braze.kernel ins(%[[V]] : tensor<2x14x14x8xf32>) domain [2, 14, 14, 8]
+// CHECK-NOT: braze.permute
+// CHECK: %[[B:.*]] = braze.kernel ins(%[[A]] : tensor<2x14x14x8xf32>) domain [2, 14, 14, 8]
+// CHECK: %[[OUT:.*]] = braze.permute %[[B]] [0, 3, 1, 2] : tensor<2x14x14x8xf32> -> tensor<2x8x14x14xf32>
+// CHECK-NEXT: return %[[OUT]]
+func.func @kernel_after_kernel(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<2x8x14x14xf32> {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %a = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [] : tensor<2x8x14x14xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %t: tensor<2x8x14x14xf32>):
+    %v = tensor.extract %t[%i0, %i1, %i2, %i3] : tensor<2x8x14x14xf32>
+    %r = math.exp %v : f32
+    braze.store %r, 0 [%i0, %i1, %i2, %i3] : f32
+  }
+  %b = braze.kernel ins(%a : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [] : tensor<2x8x14x14xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %t: tensor<2x8x14x14xf32>):
+    %v = tensor.extract %t[%i0, %i1, %i2, %i3] : tensor<2x8x14x14xf32>
+    %r = math.tanh %v : f32
+    braze.store %r, 0 [%i0, %i1, %i2, %i3] : f32
+  }
+  return %b : tensor<2x8x14x14xf32>
 }

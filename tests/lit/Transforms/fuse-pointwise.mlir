@@ -168,3 +168,49 @@ func.func @recompute(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %r = braze.add %s, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return %r : tensor<4x4xf32>
 }
+
+// -----
+
+// Tests that a transcendental on a per-channel value stays out of the group
+// that spreads it over an image (it would run once per pixel, not once per
+// channel), also with recompute-limit though the group reads its operand;
+// a cheap op on the same value joins, and a transcendental on the image's
+// own domain fuses as usual.
+// CHECK-LABEL: func.func @broadcast_transcendental
+// CHECK: %[[S:.*]] = braze.sigmoid %[[G:.*]] : tensor<2x8x1x1xf32>
+// CHECK: braze.group ins(%{{.*}}, %[[S]], %[[G]]) : (tensor<2x8x14x14xf32>, tensor<2x8x1x1xf32>, tensor<2x8x1x1xf32>) -> tensor<2x8x14x14xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: braze.mul
+// CHECK-NEXT: braze.add
+// CHECK-NEXT: braze.relu
+// CHECK-NEXT: braze.exp
+// CHECK-NEXT: braze.mul
+// RECOMPUTE-LABEL: func.func @broadcast_transcendental
+// RECOMPUTE: %[[S:.*]] = braze.sigmoid
+// RECOMPUTE: braze.group ins(%{{.*}}, %[[S]], %{{.*}})
+// RECOMPUTE-NOT: braze.sigmoid
+// RECOMPUTE: return
+func.func @broadcast_transcendental(%x: tensor<2x8x14x14xf32>, %g: tensor<2x8x1x1xf32>) -> tensor<2x8x14x14xf32> {
+  %s = braze.sigmoid %g : tensor<2x8x1x1xf32>
+  %m = braze.mul %x, %s : tensor<2x8x14x14xf32>, tensor<2x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %a = braze.add %m, %g : tensor<2x8x14x14xf32>, tensor<2x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %r = braze.relu %g : tensor<2x8x1x1xf32>
+  %e = braze.exp %a : tensor<2x8x14x14xf32>
+  %y = braze.mul %e, %r : tensor<2x8x14x14xf32>, tensor<2x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  return %y : tensor<2x8x14x14xf32>
+}
+
+// -----
+
+// Tests that a transcendental broadcast to fewer than 4 points each still
+// fuses: recomputing it twice costs less than a round trip through memory.
+// CHECK-LABEL: func.func @broadcast_twice
+// CHECK: braze.group ins(%{{.*}}, %{{.*}}) : (tensor<8x1xf32>, tensor<8x2xf32>) -> tensor<8x2xf32>
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: braze.exp
+// CHECK-NEXT: braze.mul
+func.func @broadcast_twice(%x: tensor<8x2xf32>, %g: tensor<8x1xf32>) -> tensor<8x2xf32> {
+  %e = braze.exp %g : tensor<8x1xf32>
+  %m = braze.mul %x, %e : tensor<8x2xf32>, tensor<8x1xf32> -> tensor<8x2xf32>
+  return %m : tensor<8x2xf32>
+}

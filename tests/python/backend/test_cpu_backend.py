@@ -1,6 +1,7 @@
 """The CPU backend end to end: models and edge cases against eager PyTorch,
 dynamic shapes, the compiled-library cache, and errors."""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -276,3 +277,72 @@ def test_dead_gemm_results_are_overwritten_in_place_and_live_ones_are_not():
     torch.testing.assert_close(e, (a @ b).exp())
     torch.testing.assert_close(r, a @ c + (a @ b).exp())
     torch.testing.assert_close(v, (a @ c).reshape(24))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_column_reductions_match_eager(dtype):
+    """Reductions over outer dims walk the innermost dim in SIMD lanes: full
+    and partial blocks of lanes (200 = 64 + 64 + 64 + 8; 70 in one block),
+    every kind, NaN, a row buffer (softmax over dim 0), and values stored
+    beside the reduction."""
+    class Columns(torch.nn.Module):
+        def forward(self, x, y):
+            return (x.sum(0), x.mean((0, 1)), x.amax(1), x.amin((0, 1)), x.argmax(0),
+                    (x > 1).any(0), (x > -3).all(1), torch.softmax(y, 0), torch.sigmoid(y) * 2,
+                    (torch.sigmoid(y) * 2).sum(0), y.var(0))
+
+    model = Columns()
+    x = torch.randn(3, 130, 200).to(dtype)
+    x[1, 7, 9] = float("nan")
+    y = torch.randn(333, 70).to(dtype)
+    compiled = braze.compile(model, (x, y))
+    assert "lane0" in compiled.stats["source"].read_text()
+    tolerance = {torch.bfloat16: 2e-2, torch.float32: 1e-5}.get(dtype, 1e-10)
+    for number, (got, want) in enumerate(zip(compiled(x, y), model(x, y))):
+        torch.testing.assert_close(got, want, rtol=tolerance, atol=tolerance, equal_nan=True,
+                                   msg=lambda m: f"output #{number}: {m}")
+
+
+def test_column_reduction_over_a_dynamic_innermost_dim():
+    program = braze.compile_mlir("""
+    func.func @f(%x: tensor<?x?xf32>) -> tensor<?xf32> {
+      %s = braze.sum %x dims [0] : tensor<?x?xf32> -> tensor<?xf32>
+      return %s : tensor<?xf32>
+    }""")
+    for shape in [(1000, 1), (5, 63), (70, 130), (2, 1000)]:
+        x = torch.randn(shape)
+        torch.testing.assert_close(program(x)[0], x.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_values_stored_beside_a_reduction_are_written_by_its_loop():
+    """An activation stored next to its mean (a squeeze-excitation block) is
+    written while the mean's loop computes it: no second pass over the
+    reduction points, no row buffer for its exp."""
+    class ActivationAndMean(torch.nn.Module):
+        def forward(self, x):
+            y = torch.nn.functional.silu(x * 2)
+            return y, y.mean(-1), y.mean(0)
+
+    x = torch.randn(64, 300)
+    compiled = braze.compile(ActivationAndMean(), (x,))
+    source = compiled.stats["source"].read_text()
+    assert "row_" not in source
+    for kernel in source.split('extern "C"')[1:]:
+        assert kernel.count("bz_exp(") <= 1
+    for got, want in zip(compiled(x), ActivationAndMean()(x)):
+        torch.testing.assert_close(got, want)
+
+
+def test_only_kernels_evaluating_transcendentals_ask_for_wide_vectors():
+    class Two(torch.nn.Module):
+        def forward(self, x):
+            return torch.sigmoid(x) * 3, (x * 2).sum(-1)
+
+    x = torch.randn(8, 100)
+    compiled = braze.compile(Two(), (x,))
+    parts = re.split(r'\nextern "C" ', compiled.stats["source"].read_text())[1:]
+    kernels = [part for part in parts if "_launch_" not in part.split("(")[0]]
+    assert sorted("BZ_WIDE_VECTORS" in k for k in kernels) == [False, True]
+    assert all(("BZ_WIDE_VECTORS" in k) == ("bz_exp(" in k) for k in kernels)
+    for got, want in zip(compiled(x), Two()(x)):
+        torch.testing.assert_close(got, want)

@@ -15,6 +15,15 @@ next to memory traffic, and the row stays in cache); additions accumulate in
 blocks of `SUM_BLOCK` elements, each summed in SIMD lanes, so rounding error
 grows with the number of blocks, not of elements.
 
+A kernel whose innermost dim is parallel (a "column" reduction: a mean over
+H and W in NHWC order, a sum over dim 0) would read each parallel point's
+column with a stride. Instead the OpenMP loop runs over its other parallel
+points and blocks of lanes of the innermost dim; every value that varies
+along the lanes is held in an array of the block, and at each reduction
+point one SIMD loop over the lanes reads consecutive elements and updates a
+vector of accumulators (sums: a float partial per lane over
+`COLUMN_SUM_BLOCK` points, added into a double accumulator).
+
 The scalar ops, loads and stores are spelled by the shared C-style renderer
 (`codegen/renderer.py`); this module adds the C++ tables and the loops.
 """
@@ -41,6 +50,13 @@ PARALLEL_THRESHOLD = 32768
 # Elements per block of the innermost loop of a pointwise kernel.
 POINTWISE_BLOCK = 4096
 SUM_BLOCK = 1024
+# Column reductions: a static innermost extent up to COLUMN_LANES_MAX is one
+# block of lanes, a longer or dynamic one blocks of COLUMN_LANES.
+COLUMN_LANES = 64
+COLUMN_LANES_MAX = 128
+# Points a lane sums in float before its double accumulator takes the
+# partial sum (as many as each SIMD lane of a row's SUM_BLOCK block sums).
+COLUMN_SUM_BLOCK = 64
 
 _STORAGE = {
     "f32": "float", "f64": "double", "f16": "uint16_t", "bf16": "uint16_t",
@@ -76,6 +92,14 @@ class CppRenderer(CStyleRenderer):
         linear = ""
         for dim in analysis.reduce:
             linear = f"({linear}) * n{dim} + i{dim}" if linear else f"i{dim}"
+        # Column reductions: lanes of the innermost dim per block, and
+        # whether every block is full (a static count of lanes).
+        self.lane_dim = analysis.lane_dim
+        if self.lane_dim is not None:
+            extent = analysis.domain[self.lane_dim]
+            self.lane_count = extent if extent is not None and extent <= COLUMN_LANES_MAX else COLUMN_LANES
+            self.full_blocks = extent is not None and extent % self.lane_count == 0
+            linear = f"({linear}) * {self.lane_count} + lane"
         self.linear = linear
 
     def special_float(self, kind: str, c_type: str) -> str:
@@ -115,23 +139,81 @@ class CppRenderer(CStyleRenderer):
         return f"#pragma omp simd{failed}{clauses}"
 
     def _reduction_loops(self, body: list[str], indent: str, innermost_pragma: str,
-                         out: list[str], block_sum: bool = False) -> None:
-        """Nests `body` in loops over the reduction dims."""
+                         out: list[str]) -> None:
+        """Nests `body` in loops over the reduction dims; in a column
+        reduction the innermost loop is a SIMD loop over the lanes."""
         dims = self.a.reduce
         for depth, dim in enumerate(dims):
             index = self.names[self.a.arguments[dim]]
             extent = self.names[self.a.arguments[self.a.rank + dim]]
             pad = indent + "  " * depth
-            if depth == len(dims) - 1:
-                if innermost_pragma:
-                    out.append(f"{pad}{innermost_pragma}")
-                out.append(f"{pad}for (int64_t {index} = 0; {index} < {extent}; ++{index}) {{")
-            else:
-                out.append(f"{pad}for (int64_t {index} = 0; {index} < {extent}; ++{index}) {{")
+            if depth == len(dims) - 1 and innermost_pragma and self.lane_dim is None:
+                out.append(f"{pad}{innermost_pragma}")
+            out.append(f"{pad}for (int64_t {index} = 0; {index} < {extent}; ++{index}) {{")
         inner = indent + "  " * len(dims)
-        out.extend(inner + line for line in body)
+        if self.lane_dim is None:
+            out.extend(inner + line for line in body)
+        else:
+            self._lane_loop(body, inner, out, innermost_pragma)
         for depth in reversed(range(len(dims))):
             out.append(indent + "  " * depth + "}")
+
+    def _lane_loop(self, body: list[str], indent: str, out: list[str], pragma: str | None = None,
+                   indexed: bool = True) -> None:
+        """`body` once per lane of the block, as one SIMD loop; `indexed`:
+        the body may use the lane's index in the domain."""
+        out.append(f"{indent}{self.simd() if pragma is None else pragma}")
+        out.append(f"{indent}for (int64_t lane = 0; lane < lanes; ++lane) {{")
+        if indexed:
+            out.append(f"{indent}  const int64_t i{self.lane_dim} = lane0 + lane;")
+        out.extend(f"{indent}  {line}" for line in body)
+        out.append(f"{indent}}}")
+
+    def _lane_array(self, c_type: str, name: str, out: list[str], indent: str, initial: str | None = None) -> str:
+        """Declares `name` as one value per lane (set to `initial` when given);
+        returns its spelling inside a lane loop."""
+        out.append(f"{indent}{c_type} {name}[{self.lane_count}];")
+        if initial is not None:
+            self._lane_loop([f"{name}[lane] = {initial};"], indent, out, indexed=False)
+        return f"{name}[lane]"
+
+    def _accumulator(self, kind: str, value_type: str, value: str, linear: str) -> tuple | None:
+        """How a max/min/and/or/argmax reduction of `value` accumulates:
+        (variables as (C++ type, name, initial value), the lines that take
+        one point, its SIMD reduction clauses (None: no simd loop), the
+        result's expression), or None for a kind this type has none of.
+        Variables are written `{name}` in the lines and expression: the
+        caller spells them as scalars or per lane."""
+        if kind in ("max", "min") and value_type in ("float", "double"):
+            # NaN is tracked in an int flag: a bool reduction keeps gcc from
+            # vectorizing the loop (3x slower rows).
+            compare = ">" if kind == "max" else "<"
+            start = "-" if kind == "max" else ""
+            return ([(value_type, "acc", f"{start}std::numeric_limits<{value_type}>::infinity()"), ("int", "nan", "0")],
+                    [f"{{acc}} = {value} {compare} {{acc}} ? {value} : {{acc}};", f"{{nan}} |= {value} != {value};"],
+                    f" reduction({kind}:{{acc}}) reduction(|:{{nan}})",
+                    f"{{nan}} ? std::numeric_limits<{value_type}>::quiet_NaN() : {{acc}}")
+        if kind in ("max", "min", "and", "or") and value_type == "bool":
+            # On i1, max is `or` and min is `and`; an int accumulator vectorizes.
+            is_or = kind in ("max", "or")
+            symbol = "|" if is_or else "&"
+            return ([("int", "acc", "0" if is_or else "1")], [f"{{acc}} {symbol}= (int){value};"],
+                    f" reduction({symbol}:{{acc}})", "{acc} != 0")
+        if kind in ("max", "min"):
+            limit = "lowest" if kind == "max" else "max"
+            compare = ">" if kind == "max" else "<"
+            return ([(value_type, "acc", f"std::numeric_limits<{value_type}>::{limit}()")],
+                    [f"{{acc}} = {value} {compare} {{acc}} ? {value} : {{acc}};"],
+                    f" reduction({kind}:{{acc}})", "{acc}")
+        if kind == "argmax":
+            # The first maximum in row-major order; NaN counts as the maximum.
+            is_float = value_type in ("float", "double")
+            better = (f"({value} > {{best}} || ({value} != {value} && {{best}} == {{best}}))" if is_float
+                      else f"{value} > {{best}}")
+            return ([(value_type, "best", "0"), ("int64_t", "at", "-1")],
+                    [f"if ({{at}} < 0 || {better}) {{{{ {{best}} = {value}; {{at}} = {linear}; }}}}"],
+                    None, "{at} < 0 ? 0 : {at}")
+        return None
 
     def reduce_stage(self, op, out: list[str], indent: str) -> None:
         """One loop over the reduction points computing a braze.reduce."""
@@ -140,91 +222,94 @@ class CppRenderer(CStyleRenderer):
         result = op.operation.results[0]
         value_type = self.compute_type(operand.type)
         name = self.fresh()
-        self.names[result] = name
         saved = dict(self.names)
-        body = self.loop_body([operand], op)
+        stage = next(stage for stage in self.a.stages if stage.reduce is op)
+        body = self.loop_body(stage.roots, stage.before)
+        body += [self.store_line(store) for store in stage.stores]
         value = self.names[operand]
-        self.names = {**saved, result: name}
-        last = self.a.reduce[-1]
+        self.names = saved
+        column = self.lane_dim is not None
+        self.names[result] = f"{name}[lane]" if column else name
         if kind == "add":
-            acc_type = "double" if value_type == "float" else value_type
-            part = f"{name}_part"
-            lines = [f"{part} += {value};"]
-            inner_index = saved[self.a.arguments[last]]
-            extent = saved[self.a.arguments[self.a.rank + last]]
-            out.append(f"{indent}{acc_type} {name}_acc = 0;")
-            # Blocks of the innermost reduction dim, each summed in SIMD lanes.
-            outer_dims = self.a.reduce[:-1]
-            for depth, dim in enumerate(outer_dims):
-                index = saved[self.a.arguments[dim]]
-                dim_extent = saved[self.a.arguments[self.a.rank + dim]]
-                out.append(f"{indent}{'  ' * depth}for (int64_t {index} = 0; {index} < {dim_extent}; ++{index}) {{")
-            pad = indent + "  " * len(outer_dims)
-            out.append(f"{pad}for (int64_t {name}_b = 0; {name}_b < {extent}; {name}_b += {SUM_BLOCK}) {{")
-            out.append(f"{pad}  const int64_t {name}_e = std::min<int64_t>({extent}, {name}_b + {SUM_BLOCK});")
+            self._sum_stage(name, value_type, body + [f"{name}_part{'[lane]' if column else ''} += {value};"],
+                            out, indent)
+            return
+        linear = "0"
+        for dim in self.a.reduce:
+            linear = f"({linear}) * {self.names[self.a.arguments[self.a.rank + dim]]} + {self.names[self.a.arguments[dim]]}"
+        accumulator = self._accumulator(kind, value_type, value, linear)
+        if accumulator is None:
+            raise self.fail(op, f"unknown reduction kind '{kind}'")
+        variables, update, clauses, final = accumulator
+        spelled = {}
+        for c_type, variable, initial in variables:
+            if column:
+                spelled[variable] = self._lane_array(c_type, f"{name}_{variable}", out, indent, initial)
+            else:
+                spelled[variable] = f"{name}_{variable}"
+                out.append(f"{indent}{c_type} {name}_{variable} = {initial};")
+        update = [line.format(**spelled) for line in update]
+        result_type = "int64_t" if kind == "argmax" else "bool" if value_type == "bool" else value_type
+        if column:  # the lanes are independent: no reduction clauses
+            self._reduction_loops(body + update, indent, self.simd(), out)
+            self._lane_array(result_type, name, out, indent, final.format(**spelled))
+            return
+        pragma = "" if clauses is None else self.simd(clauses.format(**spelled))
+        self._reduction_loops(body + update, indent, pragma, out)
+        out.append(f"{indent}const {result_type} {name} = {final.format(**spelled)};")
+
+    def _sum_stage(self, name: str, value_type: str, body: list[str], out: list[str], indent: str) -> None:
+        """A sum: blocks of the innermost reduction dim, each summed in float
+        (SIMD lanes of a row, or one partial per lane of a column), added
+        into a double accumulator."""
+        acc_type = "double" if value_type == "float" else value_type
+        last = self.a.reduce[-1]
+        inner_index = self.names[self.a.arguments[last]]
+        extent = self.names[self.a.arguments[self.a.rank + last]]
+        column = self.lane_dim is not None
+        if column:
+            block = COLUMN_SUM_BLOCK
+            acc = self._lane_array(acc_type, f"{name}_acc", out, indent, "0")
+            part = self._lane_array(value_type, f"{name}_part", out, indent)
+        else:
+            block = SUM_BLOCK
+            acc, part = f"{name}_acc", f"{name}_part"
+            out.append(f"{indent}{acc_type} {acc} = 0;")
+        outer_dims = self.a.reduce[:-1]
+        for depth, dim in enumerate(outer_dims):
+            index = self.names[self.a.arguments[dim]]
+            dim_extent = self.names[self.a.arguments[self.a.rank + dim]]
+            out.append(f"{indent}{'  ' * depth}for (int64_t {index} = 0; {index} < {dim_extent}; ++{index}) {{")
+        pad = indent + "  " * len(outer_dims)
+        out.append(f"{pad}for (int64_t {name}_b = 0; {name}_b < {extent}; {name}_b += {block}) {{")
+        out.append(f"{pad}  const int64_t {name}_e = std::min<int64_t>({extent}, {name}_b + {block});")
+        if column:
+            self._lane_loop([f"{part} = 0;"], pad + "  ", out, indexed=False)
+            out.append(f"{pad}  for (int64_t {inner_index} = {name}_b; {inner_index} < {name}_e; ++{inner_index}) {{")
+            self._lane_loop(body, pad + "    ", out)
+            out.append(f"{pad}  }}")
+            self._lane_loop([f"{acc} += {part};"], pad + "  ", out, indexed=False)
+        else:
             out.append(f"{pad}  {value_type} {part} = 0;")
             out.append(f"{pad}  {self.simd(f' reduction(+:{part})')}")
             out.append(f"{pad}  for (int64_t {inner_index} = {name}_b; {inner_index} < {name}_e; ++{inner_index}) {{")
-            out.extend(f"{pad}    {line}" for line in body + lines)
+            out.extend(f"{pad}    {line}" for line in body)
             out.append(f"{pad}  }}")
-            out.append(f"{pad}  {name}_acc += {part};")
-            out.append(f"{pad}}}")
-            for depth in reversed(range(len(outer_dims))):
-                out.append(f"{indent}{'  ' * depth}}}")
-            out.append(f"{indent}const {value_type} {name} = ({value_type}){name}_acc;")
-            return
-        if kind in ("max", "min") and value_type in ("float", "double"):
-            # NaN is tracked in an int flag: a bool reduction keeps gcc from
-            # vectorizing the loop (3x slower rows).
-            compare = ">" if kind == "max" else "<"
-            start = "-" if kind == "max" else ""
-            out.append(f"{indent}{value_type} {name}_acc = {start}std::numeric_limits<{value_type}>::infinity();")
-            out.append(f"{indent}int {name}_nan = 0;")
-            lines = [f"{name}_acc = {value} {compare} {name}_acc ? {value} : {name}_acc;",
-                     f"{name}_nan |= {value} != {value};"]
-            self._reduction_loops(body + lines, indent,
-                                  self.simd(f" reduction({kind}:{name}_acc) reduction(|:{name}_nan)"), out)
-            out.append(f"{indent}const {value_type} {name} = {name}_nan ? "
-                       f"std::numeric_limits<{value_type}>::quiet_NaN() : {name}_acc;")
-            return
-        if kind in ("max", "min", "and", "or") and value_type == "bool":
-            # On i1, max is `or` and min is `and`; an int accumulator vectorizes.
-            is_or = kind in ("max", "or")
-            out.append(f"{indent}int {name}_acc = {0 if is_or else 1};")
-            symbol = "|" if is_or else "&"
-            lines = [f"{name}_acc {symbol}= (int){value};"]
-            self._reduction_loops(body + lines, indent, self.simd(f" reduction({symbol}:{name}_acc)"), out)
-            out.append(f"{indent}const bool {name} = {name}_acc != 0;")
-            return
-        if kind in ("max", "min"):
-            limit = "lowest" if kind == "max" else "max"
-            compare = ">" if kind == "max" else "<"
-            out.append(f"{indent}{value_type} {name}_acc = std::numeric_limits<{value_type}>::{limit}();")
-            lines = [f"{name}_acc = {value} {compare} {name}_acc ? {value} : {name}_acc;"]
-            self._reduction_loops(body + lines, indent, self.simd(f" reduction({kind}:{name}_acc)"), out)
-            out.append(f"{indent}const {value_type} {name} = {name}_acc;")
-            return
-        if kind == "argmax":
-            # The first maximum in row-major order; NaN counts as the maximum.
-            linear = "0"
-            for dim in self.a.reduce:
-                index = saved[self.a.arguments[dim]]
-                extent = saved[self.a.arguments[self.a.rank + dim]]
-                linear = f"({linear}) * {extent} + {index}"
-            out.append(f"{indent}{value_type} {name}_best = 0;")
-            out.append(f"{indent}int64_t {name}_at = -1;")
-            is_float = value_type in ("float", "double")
-            better = f"({value} > {name}_best || ({value} != {value} && {name}_best == {name}_best))" if is_float else f"{value} > {name}_best"
-            lines = [f"if ({name}_at < 0 || {better}) {{ {name}_best = {value}; {name}_at = {linear}; }}"]
-            self._reduction_loops(body + lines, indent, "", out)
-            out.append(f"{indent}const int64_t {name} = {name}_at < 0 ? 0 : {name}_at;")
-            return
-        raise self.fail(op, f"unknown reduction kind '{kind}'")
+            out.append(f"{pad}  {acc} += {part};")
+        out.append(f"{pad}}}")
+        for depth in reversed(range(len(outer_dims))):
+            out.append(f"{indent}{'  ' * depth}}}")
+        if column:
+            self._lane_array(value_type, name, out, indent, f"({value_type}){acc}")
+        else:
+            out.append(f"{indent}const {value_type} {name} = ({value_type}){acc};")
 
     # -- the kernel -----------------------------------------------------
     def render(self) -> str:
         arguments = self.a.arguments
-        head = [f'extern "C" int {self.a.name}(void* const* buffers, const int64_t* sizes) {{']
+        # Transcendental functions make a loop compute-bound: wide vectors pay.
+        wide = "BZ_WIDE_VECTORS " if self.a.transcendental else ""
+        head = [f'extern "C" {wide}int {self.a.name}(void* const* buffers, const int64_t* sizes) {{']
         # A pointwise kernel may write a result over an input of its shape
         # (the executor reuses dead buffers): no restrict there, the simd
         # pragma vectorizes anyway, each point reading before it writes.
@@ -250,24 +335,45 @@ class CppRenderer(CStyleRenderer):
         head.append("  (void)sizes;")
 
         body: list[str] = []
+        # Column reductions: values varying along the lanes are computed in
+        # SIMD loops over the lanes, one per run of such ops.
+        lane_arrays: list[str] = []
+        lane_lines: list[str] = []
+
+        def close_lane_loop():
+            if lane_lines:
+                body.extend(lane_arrays)
+                self._lane_loop(lane_lines, "", body)
+            lane_arrays.clear()
+            lane_lines.clear()
+
+        column = self.lane_dim is not None
         for op in self.a.ops:
             name = op.operation.name
             if name == "braze.reduce":
+                close_lane_loop()
                 self.reduce_stage(op, body, "")
             elif name == "braze.store":
                 if not self.a.per_reduction_point(op):
-                    body.append(self.store_line(op))
+                    (lane_lines if column else body).append(self.store_line(op))
             elif self.a.is_full(op):
                 continue  # computed inside the loops that need it
+            elif column and self.a.varies_along_lanes(op):
+                result = op.operation.results[0]
+                array = self.fresh()
+                lane_arrays.append(f"{self.compute_type(result.type)} {array}[{self.lane_count}];")
+                lane_lines.append(f"{array}[lane] = {self.expression(op)};")
+                self.names[result] = f"{array}[lane]"
             else:
                 self.define(op, body, "")
-        stores = self.a.stages[-1].stores if self.a.stages else []
+        close_lane_loop()
+        stores = self.a.final_stores
         if stores:
             saved = dict(self.names)
             inner = self.loop_body([s.operation.operands[0] for s in stores], None)
             inner += [self.store_line(op) for op in stores]
             self.names = saved
-            pragma = self.simd() if self.a.reduce[-1] == self.a.rank - 1 else ""
+            pragma = self.simd() if self.a.reduce[-1] == self.a.rank - 1 or column else ""
             self._reduction_loops(inner, "", pragma, body)
         lines = head + self._parallel_loops(self.a.parallel, body)
         lines.append("  return failed;")
@@ -277,7 +383,8 @@ class CppRenderer(CStyleRenderer):
     def _parallel_loops(self, parallel: list[int], body: list[str]) -> list[str]:
         out: list[str] = []
         reduction = "reduction(|:failed) " if self.divides else ""
-        row = " * ".join(f"n{d}" for d in self.a.reduce)
+        row = " * ".join([f"n{d}" for d in self.a.reduce]
+                         + ([str(self.lane_count)] if self.lane_dim is not None else []))
         allocate = [f"{c_type}* __restrict {name} = ({c_type}*)std::malloc(sizeof({c_type}) * ({row}));"
                     for name, c_type in self.buffers]
         free = [f"std::free({name});" for name, _ in self.buffers]
@@ -305,8 +412,21 @@ class CppRenderer(CStyleRenderer):
             out.append("    }")
             out.append("  }")
             return out
-        count = " * ".join(extents)
-        loop = [f"for (int64_t point = 0; point < {count}; ++point) {{", "  int64_t rest = point;"]
+        if self.lane_dim is None:
+            count = " * ".join(extents)
+            loop = [f"for (int64_t point = 0; point < {count}; ++point) {{", "  int64_t rest = point;"]
+        else:
+            # The other parallel points times the blocks of lanes.
+            lanes = self.lane_dim
+            outer = [d for d in parallel if d != lanes]
+            out.append(f"  const int64_t lane_blocks = (n{lanes} + {self.lane_count - 1}) / {self.lane_count};")
+            count = " * ".join([f"n{d}" for d in outer] + ["lane_blocks"])
+            width = (str(self.lane_count) if self.full_blocks
+                     else f"std::min<int64_t>({self.lane_count}, n{lanes} - lane0)")
+            loop = [f"for (int64_t point = 0; point < {count}; ++point) {{", "  int64_t rest = point;",
+                    "  const int64_t lane0 = rest % lane_blocks * " + str(self.lane_count) + "; rest /= lane_blocks;",
+                    f"  const int64_t lanes = {width};"]
+            parallel = outer
         loop += [f"  const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(parallel)]
         loop += ["  " + line for line in body] + ["}"]
         condition = f"if(({work}) >= {PARALLEL_THRESHOLD})"

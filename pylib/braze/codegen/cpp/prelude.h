@@ -39,6 +39,17 @@
 #include <limits>
 
 #define BZ_INLINE static inline __attribute__((always_inline))
+// For kernels that evaluate transcendental functions: bound by arithmetic, not memory, they run
+// faster in 512-bit vectors, which gcc's tuning for AVX-512 cores avoids by default (measured on a
+// Xeon: a BatchNorm + SiLU 1.2-1.4 ms instead of 1.55, GELU 1.0 instead of 1.4, 2.4M floats).
+// Without AVX-512 it changes nothing.
+#if defined(__x86_64__) && defined(__clang__)
+#define BZ_WIDE_VECTORS __attribute__((min_vector_width(512)))
+#elif defined(__x86_64__) && defined(__GNUC__)
+#define BZ_WIDE_VECTORS __attribute__((target("prefer-vector-width=512")))
+#else
+#define BZ_WIDE_VECTORS
+#endif
 
 BZ_INLINE uint32_t bz_bits(float x) { uint32_t u; std::memcpy(&u, &x, 4); return u; }
 BZ_INLINE uint64_t bz_bits(double x) { uint64_t u; std::memcpy(&u, &x, 8); return u; }
