@@ -3,7 +3,9 @@ every function, called from `#pragma omp simd` loops, against torch; the loops
 must vectorize; half conversions bit-exact over all 65536 patterns."""
 
 import ctypes
+import ctypes.util
 import os
+import platform
 import shlex
 import subprocess
 from pathlib import Path
@@ -294,6 +296,30 @@ def test_special_values(call):
     assert call("exp_f", [-100.0])[0] == np.float32(np.exp(-100.0))
     assert call("sigmoid_f", [-100.0])[0] == np.float32(np.exp(-100.0))
     assert call("log_f", [1e-45])[0] == np.float32(np.log(1.401298464324817e-45))
+
+
+# FE_UNDERFLOW of <fenv.h>, which differs between architectures
+FE_UNDERFLOW = {"x86_64": 0x10, "aarch64": 0x08}.get(platform.machine())
+
+
+@pytest.mark.skipif(FE_UNDERFLOW is None, reason=f"FE_UNDERFLOW unknown on {platform.machine()}")
+def test_exp_that_rounds_to_zero_does_not_underflow(call):
+    """exp and sigmoid where the result rounds to 0 (a causal mask's -inf in a
+    softmax) raise no underflow: on x86 every underflowing product costs a
+    microcode assist, and such a softmax ran ten times slower. A subnormal
+    result (exp(-90)) does underflow, which shows the flag is seen."""
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+
+    def underflows(name, x):
+        libm.feclearexcept(FE_UNDERFLOW)
+        call(name, x)
+        return bool(libm.fetestexcept(FE_UNDERFLOW))
+
+    below = [-np.inf, -1e30, -1000.0]
+    for suffix, lo, subnormal in (("f", -104.0, -90.0), ("d", -746.0, -720.5)):
+        assert not underflows(f"exp_{suffix}", below + [lo] * 13), suffix
+        assert not underflows(f"sigmoid_{suffix}", [np.inf, 1e30, -1e30, -np.inf] * 4), suffix
+        assert underflows(f"exp_{suffix}", [subnormal] * 16), suffix
 
 
 def test_trig_float32_every_magnitude(call):

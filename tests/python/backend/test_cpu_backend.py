@@ -208,6 +208,29 @@ def test_native_cache_keeps_kernel_source_readable(private_cache):
     assert (program.stats["source"].parent / "lib.so").exists()
 
 
+def test_bool_tensors_are_bytes_computed_as_bool():
+    """i1 operands and results are uint8_t pointers in the kernels (gcc
+    vectorizes a byte load converted to bool, not a bool load): a mask made
+    by one kernel, read by a masked softmax and returned matches eager."""
+    class MaskedSoftmax(torch.nn.Module):
+        def forward(self, scores, keep):
+            position = torch.arange(scores.shape[-1])
+            hidden = (position[None, :] > position[:, None]) | ~keep
+            return torch.softmax(scores.masked_fill(hidden, float("-inf")), -1), hidden
+
+    model = MaskedSoftmax()
+    keep = torch.rand(24) > 0.3
+    keep[0] = True  # row 0 sees key 0 only: fully masked, it would be NaN
+    args = (torch.randn(2, 24, 24), keep)
+    compiled = braze.compile(model, args)
+    source = compiled.stats["source"].read_text()
+    kernels = source[source.index('extern "C"'):]  # after the prelude
+    assert "bool*" not in kernels and re.search(r"const uint8_t\* __restrict in\d", kernels)
+    for got, want in zip(compiled(*args), model(*args)):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got, want)
+
+
 def test_small_independent_kernels_start_with_one_launch():
     class Chains(torch.nn.Module):
         def forward(self, a, b, c):

@@ -60,8 +60,11 @@ COLUMN_SUM_BLOCK = 64
 
 _STORAGE = {
     "f32": "float", "f64": "double", "f16": "uint16_t", "bf16": "uint16_t",
-    "i64": "int64_t", "i32": "int32_t", "i16": "int16_t", "i8": "int8_t", "i1": "bool",
-    "index": "int64_t",
+    "i64": "int64_t", "i32": "int32_t", "i16": "int16_t", "i8": "int8_t",
+    # i1 lives in bytes and computes as bool: gcc vectorizes a byte load
+    # converted to bool well and a bool load badly (a softmax reading a
+    # causal mask as bool ran four times slower).
+    "i1": "uint8_t", "index": "int64_t",
 }
 # The prelude's own vectorizable implementations, overloaded on float and double.
 _FUNCTIONS = dict(
@@ -80,7 +83,7 @@ class CppRenderer(CStyleRenderer):
     extension = ".cpp"
     storage_types = _STORAGE
     # Half types compute in float; they are rounded where the IR converts to them.
-    compute_types = dict(_STORAGE, f16="float", bf16="float")
+    compute_types = dict(_STORAGE, f16="float", bf16="float", i1="bool")
     functions = {op: {"float": name, "double": name} for op, name in _FUNCTIONS.items()}
 
     def __init__(self, analysis: KernelAnalysis):

@@ -146,13 +146,18 @@ template <class T> BZ_INLINE int bz_exp_reduce(T x, T* r) {
 }
 template <class T> BZ_INLINE T bz_exp_t(T x) {
   using F = bz_fp<T>;
-  T r, xc = x > F::lo ? x : F::lo;  // vmaxps/vminps patterns; NaN becomes lo
+  // At or below lo the result rounds to +0: such lanes (a causal mask's -inf after softmax's
+  // max is subtracted, say) compute exp(0) and are replaced by 0. Scaling them down instead
+  // underflows, and on x86 every underflowing product costs a microcode assist, ten times the
+  // whole exp. NaN takes the same lanes and is returned as is.
+  bool zero = !(x > F::lo);
+  T r, xc = zero ? T(0) : x;
   xc = xc < F::hi ? xc : F::hi;
   int k = bz_exp_reduce(xc, &r), k1 = k >> 1;
   // two scalings: 2^k alone would leave the exponent range at both ends; the second one rounds
   // once into the subnormals.
   T y = (T(1) + F::expm1_poly(r)) * bz_pow2<T>(k1) * bz_pow2<T>(k - k1);
-  return x != x ? x : y;
+  return x != x ? x : (zero ? T(0) : y);
 }
 template <class T> BZ_INLINE T bz_expm1_t(T x) {
   using F = bz_fp<T>;
