@@ -1,4 +1,4 @@
-"""The five float32 models of the CPU benchmark (benchmarks/cpu/run.py).
+"""The float32 models of the CPU benchmark (benchmarks/cpu/run.py).
 
 Each entry of MODELS builds (model, example_args) deterministically from a
 seed, so every engine and every subprocess sees the same weights and inputs.
@@ -94,6 +94,51 @@ class Overhead(nn.Module):
         return out
 
 
+class HandwrittenDecoderLayer(nn.Module):
+    """A LLaMA-style decoder layer written out by hand, as reference
+    implementations and many research repos do (no SDPA): RMSNorm, rotary
+    embeddings from a cached table sliced to the sequence length, scores
+    q k^T / sqrt(d) with a causal mask filled with -inf, softmax, @ v, output
+    projection, SwiGLU MLP."""
+
+    def __init__(self, d=512, heads=8, hidden=1408, max_len=2048):
+        super().__init__()
+        self.heads, self.head_dim = heads, d // heads
+        self.wqkv = nn.Linear(d, 3 * d, bias=False)
+        self.wo = nn.Linear(d, d, bias=False)
+        self.w_gate = nn.Linear(d, hidden, bias=False)
+        self.w_up = nn.Linear(d, hidden, bias=False)
+        self.w_down = nn.Linear(hidden, d, bias=False)
+        self.norm1 = nn.Parameter(1.0 + 0.1 * torch.randn(d))
+        self.norm2 = nn.Parameter(1.0 + 0.1 * torch.randn(d))
+        inv_freq = 1.0 / 10000 ** (torch.arange(0, self.head_dim, 2).float() / self.head_dim)
+        angles = torch.outer(torch.arange(max_len).float(), inv_freq)
+        self.register_buffer("cos", torch.cat((angles, angles), -1).cos())
+        self.register_buffer("sin", torch.cat((angles, angles), -1).sin())
+        self.register_buffer("causal", torch.ones(max_len, max_len, dtype=torch.bool).tril())
+
+    @staticmethod
+    def _rms_norm(x, weight):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
+
+    def _rotate(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.wqkv(self._rms_norm(x, self.norm1)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, self.head_dim).transpose(1, 2) for z in (q, k, v))
+        cos, sin = self.cos[:t], self.sin[:t]
+        q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+        scores = (q @ k.transpose(-2, -1)) / self.head_dim**0.5
+        scores = scores.masked_fill(~self.causal[:t, :t], float("-inf"))
+        y = torch.softmax(scores, dim=-1) @ v
+        x = x + self.wo(y.transpose(1, 2).reshape(b, t, c))
+        h = self._rms_norm(x, self.norm2)
+        return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
+
+
 def _gen(seed):
     g = torch.Generator().manual_seed(seed)
     return lambda *shape: torch.randn(*shape, generator=g)
@@ -109,6 +154,8 @@ def build(name: str, seed: int = 0):
         return PreNormBlock().eval(), (rand(8, 128, 512),)
     if name == "softmax_layernorm":
         return SoftmaxLayerNorm().eval(), (rand(4096, 1024),)
+    if name == "handwritten_decoder":
+        return HandwrittenDecoderLayer().eval(), (rand(2, 512, 512),)
     if name == "small_chains":
         return SmallChains().eval(), tuple(rand(4096) for _ in range(64))
     if name == "overhead":
@@ -121,6 +168,9 @@ MODELS = {
     "mlp": "Linear 1024->4096, GELU (erf), Linear 4096->1024, residual, LayerNorm; x [256, 1024]",
     "block": "pre-norm transformer block, d 512, 8 heads, causal SDPA, MLP 512->2048->512 GELU; x [8, 128, 512]",
     "softmax_layernorm": "layer_norm(softmax(x, -1)) with weight and bias; x [4096, 1024]",
+    "handwritten_decoder": ("LLaMA-style layer written by hand: RMSNorm, rotary from a sliced cache, "
+                            "q k^T / sqrt(d), causal masked_fill -inf, softmax, @ v, SwiGLU; "
+                            "d 512, 8 heads; x [2, 512, 512]"),
     "small_chains": "64 independent 3-5 op pointwise chains on 64 inputs of [4096]",
     "overhead": "x0 + ... + x9 on 10 inputs of [16]",
 }

@@ -66,7 +66,7 @@ GEOMEAN_MODELS = ("mlp", "block", "softmax_layernorm", "small_chains")
 # of the overhead model is a batch of calls, so its per-call time is not
 # dominated by the timer). Chosen so a full run (all models, eager +
 # Inductor, compile times included) stays well under 10 minutes on 2 cores.
-DEFAULT_RUNS = {"mlp": 100, "block": 100, "softmax_layernorm": 200, "small_chains": 1000, "overhead": 300}
+DEFAULT_RUNS = {"mlp": 100, "block": 100, "softmax_layernorm": 200, "handwritten_decoder": 30, "small_chains": 1000, "overhead": 300}
 INNER = {"overhead": 100}
 WARMUP_S = 0.5  # warm-up per engine: at least this long, and at least WARMUP_MIN calls
 WARMUP_MIN = 5
