@@ -165,17 +165,17 @@ class CompiledModel:
         return pytree.tree_unflatten(outputs, self.exported._out_spec)
 
 
-def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=None, target: str = "cpu",
-            options: dict | None = None) -> CompiledModel:
+def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=None, dynamic_spec=None,
+            target: str = "cpu", options: dict | None = None) -> CompiledModel:
     """Captures `model(*example_args, **kwargs)` (see `braze.export`) and compiles it
-    for `target`. Dims marked in `dynamic_shapes` stay symbolic: one compile
-    serves every size in their ranges."""
+    for `target`. Dims marked in `dynamic_shapes` or `dynamic_spec` stay
+    symbolic: one compile serves every size in their ranges."""
     from braze.frontend import export
 
     chosen = get_target(target)
     chosen.options(options)
     chosen.require()
-    exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes)
+    exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes, dynamic_spec=dynamic_spec)
     compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)
     # The aten ops torch.export captured, against which externs are counted.
     compiled.stats["captured_ops"] = exported.imported.op_count
