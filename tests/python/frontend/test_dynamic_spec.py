@@ -187,3 +187,23 @@ def test_a_constraint_torch_disproves_is_its_error():
     t = braze.ShapeVar("T", min=8, max=64, multiple_of=8)
     with pytest.raises(braze.BrazeError, match="torch.export could not capture"):
         braze.export(Pair(), (torch.randn(8), torch.randn(8)), dynamic_spec=braze.dynamic_spec(x={0: S}, y={0: t}))
+
+
+def test_a_keyword_argument_and_a_dim_counted_from_the_end():
+    """Tests a spec on an input passed by keyword, marked as dim -1, with an
+    offset below zero (`n - 1`)."""
+    n = braze.ShapeVar("n", min=2, max=40)
+
+    class Differences(torch.nn.Module):
+        def forward(self, x, steps):
+            return x[:, 1:] - x[:, :-1] + steps
+
+    spec = braze.dynamic_spec(x={-1: n}, steps={0: n - 1})
+    model = Differences()
+    program = braze.export(model, (torch.randn(2, 6),), {"steps": torch.randn(5)}, dynamic_spec=spec)
+    assert '{braze.dims = ["n - 1"]}' in str(program)
+    for size in (2, 40):
+        x, steps = torch.randn(2, size), torch.randn(size - 1)
+        torch.testing.assert_close(program(x, steps=steps), model(x, steps=steps))
+    with pytest.raises(braze.BrazeError, match="argument #1 dim 0 is 7 but n - 1 = 9"):
+        program(torch.randn(2, 10), steps=torch.randn(7))
