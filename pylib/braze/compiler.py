@@ -204,6 +204,10 @@ def dynamo_backend(graph_module, example_inputs, options: dict | None = None, **
     from braze.frontend.dynamo import make_backend
 
     compile_options = dict(options or {})
+    if "dynamic_spec" in compile_options:
+        # Dynamo has decided which dims are dynamic before a backend sees a graph.
+        raise BrazeError("torch.compile does not take a dynamic_spec: mark dims with torch._dynamo.mark_dynamic("
+                         "x, dim, min=..., max=...), or capture with braze.compile(model, args, dynamic_spec=...)")
     target = compile_options.pop("target", None) or _target_of(example_inputs)
     get_target(target).options(compile_options)  # unknown options fail here, not per graph
 

@@ -207,3 +207,10 @@ def test_a_keyword_argument_and_a_dim_counted_from_the_end():
         torch.testing.assert_close(program(x, steps=steps), model(x, steps=steps))
     with pytest.raises(braze.BrazeError, match="argument #1 dim 0 is 7 but n - 1 = 9"):
         program(torch.randn(2, 10), steps=torch.randn(7))
+
+
+def test_torch_compile_says_it_takes_no_spec():
+    compiled = torch.compile(torch.nn.Linear(4, 4), backend="braze",
+                             options={"dynamic_spec": braze.dynamic_spec({0: S})})
+    with pytest.raises(Exception, match="torch.compile does not take a dynamic_spec: mark dims with"):
+        compiled(torch.randn(8, 4))
