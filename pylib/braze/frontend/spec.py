@@ -157,9 +157,10 @@ class ShapeVar(_ShapeExpr):
 
 @dataclass(frozen=True)
 class _Marked:
-    """One marked dim: the argument's flat input number, where to say it is,
-    the dim and its expression."""
+    """One marked dim: the argument's name and flat input number, where to
+    say it is, the dim and its expression."""
 
+    argument: str
     flat: int
     where: str
     dim: int
@@ -217,7 +218,6 @@ class DynamicSpec:
                              f"{error}") from None
         positional = [name for name, p in signature.parameters.items()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        leaves = pytree.tree_leaves((args, kwargs))
         marked, seen = [], {}
         for key, dims in self.arguments.items():
             if isinstance(key, int):
@@ -240,7 +240,7 @@ class DynamicSpec:
             if not isinstance(value, torch.Tensor):
                 raise BrazeError(f"dynamic_spec marks argument '{name}', which is a {type(value).__name__}, "
                                  "not a tensor")
-            flat = next(number for number, leaf in enumerate(leaves) if leaf is value)
+            flat = _flat_number(name, args, kwargs, positional)
             rank = value.dim()
             for dim, size in dims.items():
                 if not -rank <= dim < rank:
@@ -248,8 +248,8 @@ class DynamicSpec:
                 where = f"argument '{name}' dim {dim % rank}"
                 if any(m.flat == flat and m.dim == dim % rank for m in marked):
                     raise BrazeError(f"dynamic_spec marks {where} twice")
-                marked.append(_Marked(flat, where, dim % rank, size))
-        self._check_example(marked, leaves)
+                marked.append(_Marked(name, flat, where, dim % rank, size))
+        self._check_example(marked, pytree.tree_leaves((args, kwargs)))
         return marked
 
     def _check_example(self, marked: list[_Marked], leaves: list) -> None:
@@ -280,13 +280,8 @@ class DynamicSpec:
         signature = inspect.signature(function)
         bound = signature.bind(*args, **kwargs)
         roots = {name: var.root() for name, var in self.vars.items()}
-        leaves = pytree.tree_leaves((args, kwargs))
-        shapes = {}
-        for name, value in bound.arguments.items():
-            dims = {m.dim: m.size.torch_dim(roots) for m in marked
-                    if isinstance(value, torch.Tensor) and leaves[m.flat] is value}
-            shapes[name] = dims or None
-        return shapes
+        return {name: {m.dim: m.size.torch_dim(roots) for m in marked if m.argument == name} or None
+                for name in bound.arguments}
 
     def annotate(self, module, none_inputs: list[int], marked: list[_Marked]) -> None:
         """Writes the spec into the captured module: `braze.symbols` holds
@@ -313,6 +308,15 @@ class DynamicSpec:
                     bounds.append(var.multiple_of)
                 symbols[name] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, b) for b in bounds])
             module.operation.attributes[SYMBOLS_ATTRIBUTE] = ir.DictAttr.get(symbols)
+
+
+def _flat_number(name: str, args: tuple, kwargs: dict, positional: list[str]) -> int:
+    """The number of argument `name` among the flat inputs, the leaves of
+    `(args, kwargs)` as braze.export flattens them."""
+    if name in kwargs:
+        before = list(kwargs.values())[:list(kwargs).index(name)]
+        return len(pytree.tree_leaves(args)) + len(pytree.tree_leaves(before))
+    return len(pytree.tree_leaves(args[:positional.index(name)]))
 
 
 def _label(key) -> str:

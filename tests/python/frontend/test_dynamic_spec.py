@@ -214,3 +214,11 @@ def test_torch_compile_says_it_takes_no_spec():
                              options={"dynamic_spec": braze.dynamic_spec({0: S})})
     with pytest.raises(Exception, match="torch.compile does not take a dynamic_spec: mark dims with"):
         compiled(torch.randn(8, 4))
+
+
+def test_one_tensor_passed_as_two_arguments():
+    """Tests that marks are placed by argument, not by tensor identity."""
+    t = torch.randn(16)
+    program = braze.export(Pair(), (t, t), dynamic_spec=braze.dynamic_spec(x={0: S}, y={0: S}))
+    assert str(program).count('braze.dims = ["S"]') == 2
+    torch.testing.assert_close(program(torch.ones(24), torch.ones(24)), torch.full((24,), 2.0))
