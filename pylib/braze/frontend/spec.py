@@ -120,6 +120,9 @@ class ShapeVar(_ShapeExpr):
             raise BrazeError(f"ShapeVar {name}: multiple_of is {multiple_of}; it must be at least 1")
         if max is not None and -(-min // multiple_of) > max // multiple_of:
             raise BrazeError(f"ShapeVar {name}: no multiple of {multiple_of} lies in [{min}, {max}]")
+        if max is not None and -(-min // multiple_of) == max // multiple_of:
+            raise BrazeError(f"ShapeVar {name} allows one size only ({max // multiple_of * multiple_of}): that dim "
+                             "is static; leave it out of the spec")
         self.name = name
         self.min = min
         self.max = max

@@ -135,6 +135,8 @@ def test_the_decorator_form_on_a_function():
     (lambda: braze.ShapeVar("S", min=9, max=4), "min 9 is greater than max 4"),
     (lambda: braze.ShapeVar("S", min=9, max=15, multiple_of=8), "no multiple of 8 lies in [9, 15]"),
     (lambda: braze.ShapeVar("S", multiple_of=0), "multiple_of is 0"),
+    (lambda: braze.ShapeVar("S", min=8, max=15, multiple_of=8), "allows one size only (8)"),
+    (lambda: braze.ShapeVar("S", min=4, max=4), "allows one size only (4)"),
     (lambda: braze.ShapeVar("2S"), "must be an identifier"),
     (lambda: braze.ShapeVar("S", max=64) // 2, "(S)//2 is not exact for every allowed S"),
     (lambda: (braze.ShapeVar("S", multiple_of=4) + 1) // 2, "(S + 1)//2 is not exact"),
