@@ -5,12 +5,12 @@ from braze.ir import Module, parse
 from braze.logs import _from_environment, set_logs
 from braze.passes import register_pass, run_pipeline
 
-__all__ = ["BrazeError", "ExportedProgram", "Module", "compile", "compile_mlir", "export", "parse",
-           "register_pass", "run_pipeline", "set_logs", "targets"]
+__all__ = ["BrazeError", "ExportedProgram", "Module", "ShapeVar", "compile", "compile_mlir", "dynamic_spec", "export",
+           "parse", "register_pass", "run_pipeline", "set_logs", "targets"]
 
 _from_environment()
 
-_TORCH_API = {"export", "ExportedProgram"}
+_TORCH_API = {"export", "ExportedProgram", "ShapeVar", "dynamic_spec"}
 _COMPILER_API = {"compile", "compile_mlir"}
 
 

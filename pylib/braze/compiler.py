@@ -165,17 +165,17 @@ class CompiledModel:
         return pytree.tree_unflatten(outputs, self.exported._out_spec)
 
 
-def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=None, target: str = "cpu",
-            options: dict | None = None) -> CompiledModel:
+def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=None, dynamic_spec=None,
+            target: str = "cpu", options: dict | None = None) -> CompiledModel:
     """Captures `model(*example_args, **kwargs)` (see `braze.export`) and compiles it
-    for `target`. Dims marked in `dynamic_shapes` stay symbolic: one compile
-    serves every size in their ranges."""
+    for `target`. Dims marked in `dynamic_shapes` or `dynamic_spec` stay
+    symbolic: one compile serves every size in their ranges."""
     from braze.frontend import export
 
     chosen = get_target(target)
     chosen.options(options)
     chosen.require()
-    exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes)
+    exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes, dynamic_spec=dynamic_spec)
     compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)
     # The aten ops torch.export captured, against which externs are counted.
     compiled.stats["captured_ops"] = exported.imported.op_count
@@ -204,6 +204,10 @@ def dynamo_backend(graph_module, example_inputs, options: dict | None = None, **
     from braze.frontend.dynamo import make_backend
 
     compile_options = dict(options or {})
+    if "dynamic_spec" in compile_options:
+        # Dynamo has decided which dims are dynamic before a backend sees a graph.
+        raise BrazeError("torch.compile does not take a dynamic_spec: mark dims with torch._dynamo.mark_dynamic("
+                         "x, dim, min=..., max=...), or capture with braze.compile(model, args, dynamic_spec=...)")
     target = compile_options.pop("target", None) or _target_of(example_inputs)
     get_target(target).options(compile_options)  # unknown options fail here, not per graph
 

@@ -23,16 +23,19 @@ Attribute format (what the frontend emits):
 
 * Module attribute `braze.symbols`: a DictionaryAttr mapping each symbol name
   to an ArrayAttr `[min, max]` of i64 integers, both inclusive; `max = -1`
-  means unbounded (a one-element array `[min]` means the same)::
+  means unbounded (a one-element array `[min]` means the same). A third
+  entry, when present, is a divisor the value must be a multiple of (from
+  `braze.ShapeVar(..., multiple_of=8)`)::
 
-      module attributes {braze.symbols = {s0 = [2, 64], s1 = [1, -1]}} { ... }
+      module attributes {braze.symbols = {s0 = [2, 64], s1 = [1, -1], S = [8, 512, 8]}} { ... }
 
   A function may carry its own `braze.symbols`; its entries override the
   module's. A symbol without a range is only required to be consistent.
 
 Errors are `BrazeError`s whose messages name the argument and dim, e.g.
 "argument #1 dim 0 is 7 but s0 = 8 from argument #0 dim 1" or
-"s0 = 100 is outside its range [2, 64] (argument #0 dim 0)".
+"s0 = 100 is outside its range [2, 64] (argument #0 dim 0)" or
+"argument #0 dim 1 is 30, but S must be a multiple of 8".
 """
 
 from __future__ import annotations
@@ -225,6 +228,7 @@ def parse_dim_expression(text: str) -> DimExpr:
 class SymbolRange:
     minimum: int
     maximum: int | None  # None: unbounded
+    multiple_of: int = 1
 
     def contains(self, value: int) -> bool:
         return value >= self.minimum and (self.maximum is None or value <= self.maximum)
@@ -292,6 +296,11 @@ def bind_symbols(
             raise BrazeError(
                 f"{name} = {value} is outside its range {symbol_range} ({_where(argument, dim)})"
             )
+        if symbol_range is not None and value % symbol_range.multiple_of:
+            argument, dim = bound_at[name]
+            raise BrazeError(
+                f"{_where(argument, dim)} is {value}, but {name} must be a multiple of {symbol_range.multiple_of}"
+            )
 
     for argument, dim, expression, actual in derived:
         unbound = sorted(expression.symbols() - bindings.keys())
@@ -333,15 +342,19 @@ def symbol_ranges_from_attribute(attribute: ir.Attribute) -> dict[str, SymbolRan
     ranges = {}
     for named in attribute:
         bounds = named.attr
-        if not isinstance(bounds, ir.ArrayAttr) or not 1 <= len(bounds) <= 2 or not all(
+        if not isinstance(bounds, ir.ArrayAttr) or not 1 <= len(bounds) <= 3 or not all(
             isinstance(b, ir.IntegerAttr) for b in bounds
         ):
             raise BrazeError(
-                f"{SYMBOLS_ATTRIBUTE} entry {named.name} must be [min, max] integers, got {bounds}"
+                f"{SYMBOLS_ATTRIBUTE} entry {named.name} must be [min, max] or [min, max, multiple_of] "
+                f"integers, got {bounds}"
             )
         values = [b.value for b in bounds]
-        maximum = values[1] if len(values) == 2 and values[1] != UNBOUNDED else None
-        ranges[named.name] = SymbolRange(values[0], maximum)
+        maximum = values[1] if len(values) >= 2 and values[1] != UNBOUNDED else None
+        multiple_of = values[2] if len(values) == 3 else 1
+        if multiple_of < 1:
+            raise BrazeError(f"{SYMBOLS_ATTRIBUTE} entry {named.name} has multiple_of {multiple_of}; it must be >= 1")
+        ranges[named.name] = SymbolRange(values[0], maximum, multiple_of)
     return ranges
 
 

@@ -8,8 +8,11 @@ import braze
 
 
 def test_public_names():
-    assert set(braze.__all__) == {"BrazeError", "ExportedProgram", "Module", "compile", "compile_mlir", "export",
-                                  "parse", "register_pass", "run_pipeline", "set_logs", "targets"}
+    assert set(braze.__all__) == {"BrazeError", "ExportedProgram", "Module", "ShapeVar", "compile", "compile_mlir",
+                                  "dynamic_spec", "export", "parse", "register_pass", "run_pipeline", "set_logs",
+                                  "targets"}
+    for name in braze.__all__:
+        assert getattr(braze, name) is not None
 
 
 def test_parse_wraps_top_level_ops_in_a_module():

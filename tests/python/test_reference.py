@@ -688,6 +688,22 @@ func.func @f(%x: tensor<?xf32> {braze.dims = ["s0"]}) -> tensor<?xf32> attribute
         reference.run(module, torch.zeros(5))
 
 
+def test_a_symbol_with_a_divisor_must_be_a_multiple():
+    """Tests the third entry of a braze.symbols range (multiple_of), and
+    that a divisor below 1 is refused when the attribute is read."""
+    text = """
+module attributes {braze.symbols = {S = [8, 64, 8]}} {
+func.func @f(%x: tensor<?xf32> {braze.dims = ["S"]}) -> tensor<?xf32> {
+  return %x : tensor<?xf32>
+}
+}"""
+    assert reference.run(braze.parse(text), torch.zeros(24))[0].shape == (24,)
+    with pytest.raises(braze.BrazeError, match="^argument #0 dim 0 is 20, but S must be a multiple of 8$"):
+        reference.run(braze.parse(text), torch.zeros(20))
+    with pytest.raises(braze.BrazeError, match="has multiple_of 0; it must be >= 1"):
+        reference.run(braze.parse(text.replace("[8, 64, 8]", "[8, 64, 0]")), torch.zeros(24))
+
+
 @pytest.mark.parametrize("text, value", [
     ("s0", 6), ("2*s0 + 1", 13), ("s0 - (s1 - 2)", 5), ("(s0 + 1)*2", 14), ("s1 // 2 * 3", 3),
     ("-s0 + 10", 4), ("s0*s1 - s0//4", 17), ("  42 ", 42),

@@ -9,6 +9,7 @@ training updates them in place between calls.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 from pathlib import Path
@@ -20,9 +21,10 @@ from torch.export.graph_signature import InputKind, OutputKind
 from braze.errors import BrazeError
 from braze.frontend.decompositions import without_attention
 from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_graph
+from braze.frontend.spec import DynamicSpec, ShapeVar, dynamic_spec, spec_of
 from braze.ir import Module
 
-__all__ = ["ExportedProgram", "UnsupportedOpError", "export"]
+__all__ = ["DynamicSpec", "ExportedProgram", "ShapeVar", "UnsupportedOpError", "dynamic_spec", "export"]
 
 _WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
 
@@ -67,13 +69,35 @@ class ExportedProgram:
         return self._imported
 
 
-def export(model, args, kwargs=None, dynamic_shapes=None) -> ExportedProgram:
-    """Captures `model(*args, **kwargs)` through torch.export and the core
-    aten decompositions. `dynamic_shapes` takes what torch.export takes
+class _FunctionModule(torch.nn.Module):
+    """A plain function as the module torch.export takes; its forward has
+    the function's signature, so dynamic dims are named as in the function."""
+
+    def __init__(self, function):
+        super().__init__()
+        self.forward = functools.wraps(function)(lambda *args, **kwargs: function(*args, **kwargs))
+
+
+def export(model, args, kwargs=None, dynamic_shapes=None, dynamic_spec: DynamicSpec | None = None) -> ExportedProgram:
+    """Captures `model(*args, **kwargs)` (a module or a function) through
+    torch.export and the core aten decompositions. `dynamic_shapes` takes what torch.export takes
     (`torch.export.Dim`); each dynamic dim becomes `?`, with its symbol and
-    range recorded in the module."""
+    range recorded in the module. `dynamic_spec` (`braze.dynamic_spec`, or
+    the one attached to the model by its decorator form) declares them by
+    ShapeVar instead, with divisors, in names the runtime's checks use."""
     if not isinstance(args, tuple):
         args = (args,)
+    kwargs = kwargs or {}
+    if dynamic_spec is None and dynamic_shapes is None:
+        dynamic_spec = spec_of(model)
+    marked = []
+    if dynamic_spec is not None:
+        if dynamic_shapes is not None:
+            raise BrazeError("pass dynamic_shapes or dynamic_spec, not both")
+        marked = dynamic_spec.mark(model, args, kwargs)
+        dynamic_shapes = dynamic_spec.translate(model, args, kwargs, marked)
+    if not isinstance(model, torch.nn.Module) and callable(model):
+        model = _FunctionModule(model)
     try:
         with warnings.catch_warnings():
             # torch.export deep-copies tree specs and trips its own deprecation
@@ -91,6 +115,8 @@ def export(model, args, kwargs=None, dynamic_shapes=None) -> ExportedProgram:
     parameters = {s.arg.name: s.target for s in signature.input_specs if s.kind in _WEIGHT_KINDS}
     imported = import_graph(program.graph_module, parameters=parameters,
                             range_constraints=program.range_constraints)
+    if dynamic_spec is not None:
+        dynamic_spec.annotate(imported.module, imported.none_inputs, marked)
     weights = {**program.state_dict, **program.constants}
     values = {name: weights[name].detach() for name in imported.parameter_names}
     return ExportedProgram(imported, values, program.call_spec.in_spec, program.call_spec.out_spec)
