@@ -14,7 +14,7 @@ import torch
 from mlir import ir
 
 from braze.hostops.dtypes import torch_dtype
-from braze.hostops.table import handles, op_error
+from braze.hostops.table import op_error, prepares
 
 _OBJECTS = {
     "device": torch.device,
@@ -102,6 +102,7 @@ def prepare_extern(op) -> Callable[[list], list]:
     return call
 
 
-@handles("braze.extern")
-def extern(op, operands, context):
-    return prepare_extern(op)(operands)
+@prepares("braze.extern")
+def extern(op):
+    call = prepare_extern(op)
+    return lambda operands, context: call(operands)

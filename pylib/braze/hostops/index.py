@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from braze.hostops.table import handles, op_error
+from braze.hostops.table import handles, op_error, prepares
 
 
 def _bit_width(type_: ir.Type) -> int:
@@ -49,21 +49,26 @@ _INTEGER_BINARY = {
 _DIVISIONS = {"arith.floordivsi", "arith.divsi", "arith.ceildivsi", "arith.remsi"}
 
 
-@handles(*_INTEGER_BINARY)
-def integer_binary(op, operands, context):
-    lhs, rhs = (int(v) for v in operands)
-    name = op.operation.name
-    if name in _DIVISIONS and rhs == 0:
-        raise op_error(op, "division by zero")
-    result = _INTEGER_BINARY[name](lhs, rhs)
-    return [_wrap(result, _bit_width(op.operation.results[0].type))]
+@prepares(*_INTEGER_BINARY)
+def integer_binary(op):
+    compute = _INTEGER_BINARY[op.operation.name]
+    divides = op.operation.name in _DIVISIONS
+    bits = _bit_width(op.operation.results[0].type)
+
+    def run(operands, context):
+        lhs, rhs = (int(v) for v in operands)
+        if divides and rhs == 0:
+            raise op_error(op, "division by zero")
+        return [_wrap(compute(lhs, rhs), bits)]
+
+    return run
 
 
-@handles("arith.index_cast")
-def index_cast(op, operands, context):
-    (value,) = operands
+@prepares("arith.index_cast")
+def index_cast(op):
+    bits = _bit_width(op.operation.results[0].type)
     # Narrowing truncates; widening sign-extends, which a Python int already is.
-    return [_wrap(int(value), _bit_width(op.operation.results[0].type))]
+    return lambda operands, context: [_wrap(int(operands[0]), bits)]
 
 
 @handles("tensor.dim")

@@ -1,7 +1,8 @@
 """Layout ops: reshape, permute, expand, slice, concat, take, iota.
 
 Dynamic result dims take their sizes from `index` operands (Python ints here)
-in the order the op's description gives.
+in the order the op's description gives. Each handler reads the op's
+attributes and result type once (`prepares`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from braze.hostops.dtypes import is_dynamic, result_dtype
-from braze.hostops.table import handles, op_error
+from braze.hostops.table import op_error, prepares
 
 
 def _result_shape(op) -> list[int]:
@@ -26,110 +27,151 @@ def _take_sizes(op, sizes: list[int], needed: int) -> list[int]:
     return sizes
 
 
-@handles("braze.reshape")
-def reshape(op, operands, context):
-    input_, *sizes = operands
-    shape = _result_shape(op)
-    dynamic = [i for i, size in enumerate(shape) if is_dynamic(size)]
-    if len(dynamic) == 1 and not sizes:
-        # A single dynamic dim follows from the element count.
-        shape[dynamic[0]] = -1
-    else:
+@prepares("braze.reshape")
+def reshape(op):
+    result_shape = _result_shape(op)
+    dynamic = [i for i, size in enumerate(result_shape) if is_dynamic(size)]
+    static_count = 1
+    for size in result_shape:
+        static_count *= 1 if is_dynamic(size) else size
+    # A single dynamic dim without a size operand follows from the element count.
+    inferred = len(dynamic) == 1 and len(op.operation.operands) == 1
+    if inferred:
+        result_shape[dynamic[0]] = -1
+
+    def run(operands, context):
+        input_, *sizes = operands
+        shape = list(result_shape)
+        if inferred:
+            if static_count == 0 or input_.numel() % static_count:
+                raise op_error(op, f"cannot reshape {list(input_.shape)} to {shape}")
+            return [input_.reshape(shape)]
+        count = static_count
         for i, size in zip(dynamic, _take_sizes(op, sizes, len(dynamic))):
             shape[i] = size
-    known = [s for s in shape if s != -1]
-    known_count = 1
-    for s in known:
-        known_count *= s
-    if -1 in shape and (known_count == 0 or input_.numel() % known_count):
-        raise op_error(op, f"cannot reshape {list(input_.shape)} to {shape}")
-    if -1 not in shape and known_count != input_.numel():
-        raise op_error(op, f"cannot reshape {list(input_.shape)} ({input_.numel()} elements) to {shape}")
-    return [input_.reshape(shape)]
+            count *= size
+        if count != input_.numel():
+            raise op_error(op, f"cannot reshape {list(input_.shape)} ({input_.numel()} elements) to {shape}")
+        return [input_.reshape(shape)]
+
+    return run
 
 
-@handles("braze.permute")
-def permute(op, operands, context):
-    (input_,) = operands
-    return [input_.permute(list(op.permutation))]
+@prepares("braze.permute")
+def permute(op):
+    permutation = list(op.permutation)
+
+    def run(operands, context):
+        (input_,) = operands
+        return [input_.permute(permutation)]
+
+    return run
 
 
-@handles("braze.expand")
-def expand(op, operands, context):
-    input_, *sizes = operands
-    input_type = op.operation.operands[0].type
-    shape = _result_shape(op)
-    offset = len(shape) - input_.dim()  # input dims align with the last result dims
-    pending = list(sizes)
-    for i, size in enumerate(shape):
-        if not is_dynamic(size):
-            continue
-        input_dim = i - offset
-        if input_dim >= 0 and is_dynamic(input_type.shape[input_dim]):
-            shape[i] = input_.shape[input_dim]
-        elif pending:
-            shape[i] = pending.pop(0)
-        else:
-            raise op_error(op, f"has no size operand for dynamic result dim {i}")
-    if pending:
-        raise op_error(op, f"has {len(pending)} size operand(s) left over")
-    for i in range(input_.dim()):
-        if input_.shape[i] not in (1, shape[i + offset]):
-            raise op_error(op, f"cannot expand {list(input_.shape)} to {shape}")
-    return [torch.broadcast_to(input_, shape)]
+@prepares("braze.expand")
+def expand(op):
+    input_shape = list(op.operation.operands[0].type.shape)
+    result_shape = _result_shape(op)
+    offset = len(result_shape) - len(input_shape)  # input dims align with the last result dims
+
+    def run(operands, context):
+        input_, *sizes = operands
+        shape = list(result_shape)
+        pending = list(sizes)
+        for i, size in enumerate(shape):
+            if not is_dynamic(size):
+                continue
+            input_dim = i - offset
+            if input_dim >= 0 and is_dynamic(input_shape[input_dim]):
+                shape[i] = input_.shape[input_dim]
+            elif pending:
+                shape[i] = pending.pop(0)
+            else:
+                raise op_error(op, f"has no size operand for dynamic result dim {i}")
+        if pending:
+            raise op_error(op, f"has {len(pending)} size operand(s) left over")
+        for i in range(input_.dim()):
+            if input_.shape[i] not in (1, shape[i + offset]):
+                raise op_error(op, f"cannot expand {list(input_.shape)} to {shape}")
+        return [torch.broadcast_to(input_, shape)]
+
+    return run
 
 
 _DYNAMIC = -(2**63)  # ShapedType::kDynamic in a static bounds array
 
 
-@handles("braze.slice")
-def slice_(op, operands, context):
-    input_, *symbolic = operands
+@prepares("braze.slice")
+def slice_(op):
     dim = op.dim.value
-    size = input_.shape[dim]
-    pending = iter(symbolic)
-    start, end, step = (next(pending) if bound == _DYNAMIC else bound for bound in op.static_bounds)
-    if symbolic:
+    bounds = list(op.static_bounds)
+    symbolic_end = bounds[1] == _DYNAMIC
+    leading = (slice(None),) * dim
+    if _DYNAMIC not in bounds:
+        # Constant bounds clamp `end` to the dim's size, as Python slicing does.
+        index = leading + (slice(*bounds),)
+        return lambda operands, context: [operands[0][index]]
+
+    def run(operands, context):
+        input_, *symbolic = operands
+        size = input_.shape[dim]
+        pending = iter(symbolic)
+        start, end, step = [next(pending) if bound == _DYNAMIC else bound for bound in bounds]
         # Symbolic bounds are checked, never clamped: a bound outside the dim
         # is a run-time error (the model asked for elements that are not there).
         if step < 1:
             raise op_error(op, f"step {step} must be at least 1")
-        symbolic_end = op.static_bounds[1] == _DYNAMIC
         if not 0 <= start <= (end if symbolic_end else min(end, size)) or (symbolic_end and end > size):
             raise op_error(op, f"bounds [{start} : {end}] are out of range for dim {dim} of size {size}")
-    # Constant bounds clamp `end` to the dim's size, as Python slicing does.
-    index = (slice(None),) * dim + (slice(start, end, step),)
-    return [input_[index]]
+        # A constant `end` is clamped to the dim's size, as Python slicing does.
+        return [input_[leading + (slice(start, end, step),)]]
+
+    return run
 
 
-@handles("braze.concat")
-def concat(op, operands, context):
-    return [torch.cat(operands, dim=op.dim.value)]
-
-
-@handles("braze.take")
-def take(op, operands, context):
-    table, indices = operands
+@prepares("braze.concat")
+def concat(op):
     dim = op.dim.value
-    limit = table.shape[dim]
-    if indices.numel():
-        out_of_range = (indices < 0) | (indices >= limit)
-        if bool(out_of_range.any()):
-            bad = indices[out_of_range].flatten()[0].item()
-            raise op_error(op, f"index {bad} is out of range [0, {limit}) along dim {dim}")
-    picked = torch.index_select(table, dim, indices.reshape(-1).to(torch.int64))
-    shape = [*table.shape[:dim], *indices.shape, *table.shape[dim + 1 :]]
-    return [picked.reshape(shape)]
+    return lambda operands, context: [torch.cat(operands, dim=dim)]
 
 
-@handles("braze.iota")
-def iota(op, operands, context):
-    pending = iter(operands)
-    length = next(pending) if op.size is not None else _result_shape(op)[0]
-    start = next(pending) if op.dynamic_start is not None else op.start.value
-    step = next(pending) if op.dynamic_step is not None else op.step.value
-    if length < 0:
-        raise op_error(op, f"size {length} is negative")
-    # Element i is start + i*step, computed in f64 and then converted.
-    values = start + torch.arange(length, dtype=torch.float64, device=context.device) * step
-    return [values.to(result_dtype(op))]
+@prepares("braze.take")
+def take(op):
+    dim = op.dim.value
+
+    def run(operands, context):
+        table, indices = operands
+        limit = table.shape[dim]
+        if indices.numel():
+            out_of_range = (indices < 0) | (indices >= limit)
+            if bool(out_of_range.any()):
+                bad = indices[out_of_range].flatten()[0].item()
+                raise op_error(op, f"index {bad} is out of range [0, {limit}) along dim {dim}")
+        picked = torch.index_select(table, dim, indices.reshape(-1).to(torch.int64))
+        shape = [*table.shape[:dim], *indices.shape, *table.shape[dim + 1 :]]
+        return [picked.reshape(shape)]
+
+    return run
+
+
+@prepares("braze.iota")
+def iota(op):
+    # Which of size, start and step are operands (in that order); the others
+    # are the result's static length and the op's attributes.
+    length = None if op.size is not None else _result_shape(op)[0]
+    start = None if op.dynamic_start is not None else op.start.value
+    step = None if op.dynamic_step is not None else op.step.value
+    dtype = result_dtype(op)
+
+    def run(operands, context):
+        pending = iter(operands)
+        size = next(pending) if length is None else length
+        first = next(pending) if start is None else start
+        stride = next(pending) if step is None else step
+        if size < 0:
+            raise op_error(op, f"size {size} is negative")
+        # Element i is start + i*step, computed in f64 and then converted.
+        values = first + torch.arange(size, dtype=torch.float64, device=context.device) * stride
+        return [values.to(dtype)]
+
+    return run

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 from mlir import ir
 
-from braze.hostops.table import handles, op_error
+from braze.hostops.table import handles, op_error, prepares
 
 
 @handles("braze.matmul")
@@ -22,17 +22,23 @@ def bmm(op, operands, context):
     return [torch.bmm(lhs, rhs)]
 
 
-@handles("braze.addmm")
-def addmm(op, operands, context):
-    bias, lhs, rhs = operands
+@prepares("braze.addmm")
+def addmm(op):
     beta, alpha = op.beta.value, op.alpha.value
-    if not lhs.dtype.is_floating_point:
-        if beta != int(beta) or alpha != int(alpha):
+
+    def run(operands, context):
+        bias, lhs, rhs = operands
+        if lhs.dtype.is_floating_point:
+            scales = {"beta": beta, "alpha": alpha}
+        elif beta != int(beta) or alpha != int(alpha):
             raise op_error(op, f"beta = {beta} and alpha = {alpha} must be integers for {lhs.dtype}")
-        beta, alpha = int(beta), int(alpha)
-    # torch.addmm scales and adds in its accumulator before the one rounding
-    # to the element type, exactly as eager PyTorch (and nn.Linear) does.
-    return [torch.addmm(bias, lhs, rhs, beta=beta, alpha=alpha)]
+        else:
+            scales = {"beta": int(beta), "alpha": int(alpha)}
+        # torch.addmm scales and adds in its accumulator before the one rounding
+        # to the element type, exactly as eager PyTorch (and nn.Linear) does.
+        return [torch.addmm(bias, lhs, rhs, **scales)]
+
+    return run
 
 
 def convolution_arguments(op) -> tuple:
@@ -50,20 +56,28 @@ def convolution_layout(op) -> torch.memory_format:
     return torch.channels_last if rank == 4 else torch.channels_last_3d
 
 
-@handles("braze.attention")
-def attention(op, operands, context):
+@prepares("braze.attention")
+def attention(op):
     """PyTorch's scaled_dot_product_attention (its fused CPU kernel)."""
-    query, key, value, *mask = operands
     attributes = op.attributes
-    scale = ir.FloatAttr(attributes["scale"]).value if "scale" in attributes else None
-    return [torch.nn.functional.scaled_dot_product_attention(
-        query, key, value, attn_mask=mask[0] if mask else None, is_causal="causal" in attributes,
-        scale=scale, enable_gqa="gqa" in attributes)]
+    options = {"scale": ir.FloatAttr(attributes["scale"]).value if "scale" in attributes else None,
+               "is_causal": "causal" in attributes, "enable_gqa": "gqa" in attributes}
+
+    def run(operands, context):
+        query, key, value, *mask = operands
+        return [torch.nn.functional.scaled_dot_product_attention(
+            query, key, value, attn_mask=mask[0] if mask else None, **options)]
+
+    return run
 
 
-@handles("braze.convolution")
-def convolution(op, operands, context):
+@prepares("braze.convolution")
+def convolution(op):
     """`memory_format` only changes how fast the library runs: ignored here."""
-    input_, weight, *bias = operands
-    return [torch.ops.aten.convolution.default(input_, weight, bias[0] if bias else None,
-                                               *convolution_arguments(op))]
+    arguments = convolution_arguments(op)
+
+    def run(operands, context):
+        input_, weight, *bias = operands
+        return [torch.ops.aten.convolution.default(input_, weight, bias[0] if bias else None, *arguments)]
+
+    return run

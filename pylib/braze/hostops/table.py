@@ -5,10 +5,18 @@ tensors, Python ints and floats, in operand order) and a `HostContext`, and
 returns the list of its result values. It computes with torch on whatever
 device its operands live; what it creates (constants, parameters, iotas)
 goes to the context's device.
+
+A handler registered with `prepares` is written in two stages: it reads the
+op's attributes and types once and returns a function of the operands and
+context alone. `prepare_op` gives that function, which the runtime keeps
+for each step of a program, so that a call runs only the torch work;
+calling the handler itself (as the reference interpreter does) prepares and
+runs in one go.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import torch
@@ -19,6 +27,7 @@ from braze.errors import BrazeError, format_location
 from braze.hostops.dtypes import type_mismatch
 
 Handler = Callable[[ir.OpView, list[Any], "HostContext"], list[Any]]
+Prepared = Callable[[list[Any], "HostContext"], list[Any]]
 
 HOST_OPS = DispatchTable("host-op handlers")
 handles = HOST_OPS.register
@@ -35,6 +44,32 @@ class HostContext:
     def __init__(self, parameters: dict[str, Any] | None = None, device: str | torch.device = "cpu"):
         self.parameters = dict(parameters or {})
         self.device = torch.device(device)
+
+
+def prepares(*names: str) -> Callable[[Callable[[ir.OpView], Prepared]], Handler]:
+    """Decorator: registers `prepare(op) -> run(operands, context)` as the
+    handler of every op in `names` (see the module's description)."""
+
+    def decorate(prepare: Callable[[ir.OpView], Prepared]) -> Handler:
+        @functools.wraps(prepare)
+        def handler(op, operands, context):
+            return prepare(op)(operands, context)
+
+        handler.prepare = prepare
+        return handles(*names)(handler)
+
+    return decorate
+
+
+def prepare_op(op) -> Prepared | None:
+    """`op`'s host-op handler with the op's attributes and types read now:
+    a function of its operands and a `HostContext`; None when `op` is not a
+    host op."""
+    handler = HOST_OPS.get(op.operation.name)
+    if handler is None:
+        return None
+    prepare = getattr(handler, "prepare", None)
+    return prepare(op) if prepare is not None else functools.partial(handler, op)
 
 
 def op_error(op: ir.OpView | ir.Operation, message: str) -> BrazeError:

@@ -14,7 +14,9 @@ symbols), then the steps run in order:
   attention, convolutions, views and other layout ops, `tensor.dim` and
   index arithmetic, `braze.extern` aten calls) runs through the host-op
   table `braze.hostops.HOST_OPS`, which the reference interpreter uses too,
-  so each op has one torch implementation.
+  so each op has one torch implementation; each is prepared here once
+  (`prepare_op`: the op's attributes and types read now), so a call does
+  only the torch work.
 
 Slots are released after their last use, so memory follows the program's
 live values, not its length.
@@ -37,7 +39,7 @@ from mlir import ir
 from braze import logs, symbolic
 from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError, format_location
-from braze.hostops import HOST_OPS, HostContext, run_op
+from braze.hostops import HostContext, prepare_op, run_op
 from braze.hostops.dtypes import torch_dtype
 from braze.hostops.extern import extern_overload, prepare_extern
 from braze.hostops.products import convolution_arguments, convolution_layout
@@ -164,13 +166,13 @@ def _contiguous_strides(shape) -> list[int]:
 
 
 class _HostCall:
-    """An op run through its host-op handler (torch, on the tensors' device)."""
+    """An op run through its host-op handler (torch, on the tensors' device),
+    prepared once: the op's attributes and types are read here, not per call."""
 
     def __init__(self, op, slots: dict, context: HostContext):
-        self.op = op
         self.name = op.operation.name
-        self.handler = HOST_OPS.get(self.name)
-        if self.handler is None:
+        self.run = prepare_op(op)
+        if self.run is None:
             raise BrazeError(f"braze's runtime cannot run '{self.name}' "
                              f"(at {format_location(op.operation.location)}): it is not a host op "
                              f"(braze.hostops) and braze-lower-kernels left it outside a kernel")
@@ -179,7 +181,7 @@ class _HostCall:
         self.context = context
 
     def __call__(self, env: list) -> None:
-        values = self.handler(self.op, [env[s] for s in self.operands], self.context)
+        values = self.run([env[s] for s in self.operands], self.context)
         for slot, value in zip(self.results, values):
             env[slot] = value
 

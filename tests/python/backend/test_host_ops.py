@@ -51,3 +51,65 @@ def test_tensors_on_a_device_the_target_does_not_serve_are_refused():
     with pytest.raises(braze.BrazeError, match=r"argument #0 is on device meta, but @f was compiled for a "
                                                 r"target whose tensors live on cpu"):
         program(torch.empty(4, 8, device="meta"), torch.randn(8, 8))
+
+
+
+class _ReadingOp:
+    """An op that records every attribute read through it."""
+
+    def __init__(self, op):
+        self._op, self.reads = op, []
+
+    def __getattr__(self, name):
+        self.reads.append(name)
+        return getattr(self._op, name)
+
+
+class _Rotary(torch.nn.Module):
+    """Host ops with dynamic sizes: slices by the length, arange, views,
+    concatenation, a broadcast mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(32, 16))
+
+    def forward(self, x):
+        b, s, d = x.shape
+        half = torch.cat((-x[..., d // 2:], x[..., : d // 2]), dim=-1)
+        position = torch.arange(s)
+        mask = position[None, :] > position[:, None]
+        heads = (x * self.table[:s] + half).reshape(b, s, 2, d // 2).permute(0, 2, 1, 3)
+        return heads.masked_fill(mask[:, :1].expand(s, d // 2), 0.0).reshape(b, 2 * s * (d // 2))
+
+
+def test_prepared_host_ops_read_the_op_once_and_compute_what_the_handler_does():
+    """The runtime keeps `prepare(op)` per step: running it must read
+    nothing of the op (the MLIR bindings are slow) and give what the handler
+    itself gives, which is how the reference interpreter runs it."""
+    from braze.reference.interpreter import Interpreter, module_operation
+    from braze.reference.registry import HANDLERS
+
+    prepared = set()
+
+    class Checking(Interpreter):
+        def run_op(self, op, operands):
+            expected = super().run_op(op, operands)
+            prepare = getattr(HANDLERS[op.operation.name], "prepare", None)
+            if prepare is not None:
+                reading = _ReadingOp(op)
+                run = prepare(reading)
+                reading.reads.clear()
+                actual = run(operands, self)
+                assert reading.reads == [], (op.operation.name, reading.reads)
+                torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+                prepared.add(op.operation.name)
+            return expected
+
+    model = _Rotary().eval()
+    seq = torch.export.Dim("seq", min=2, max=32)
+    exported = braze.export(model, (torch.randn(2, 8, 16),), dynamic_shapes=({1: seq},))
+    x = torch.randn(2, 5, 16)
+    interpreter = Checking(module_operation(exported.module), exported.parameters)
+    (result,) = interpreter.run_entry(None, exported.imported.arguments([x]))
+    torch.testing.assert_close(result, model(x))
+    assert {"braze.slice", "braze.iota", "braze.reshape", "braze.concat"} <= prepared, prepared
