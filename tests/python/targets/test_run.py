@@ -90,6 +90,14 @@ def test_indexing_and_gather_one_compile(target):
     assert_close(_compile(gather, (x, index), target)(x, index), gather(x, index))
 
 
+def test_max_pool_one_compile(target):
+    from test_pooling import Pool
+
+    model = Pool(kernel_size=3, stride=2, padding=1)
+    x = torch.randn(2, 3, 9, 8)
+    assert_close(_compile(model, (x,), target)(x), model(x))
+
+
 def test_integer_division_by_zero_is_an_error(target):
     program = _compile_mlir("""
     func.func @f(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
