@@ -34,6 +34,7 @@ def _size_tensor(b, size) -> ir.Value:
     """A rank-0 int64 tensor holding `size` (an int or an `index` value)."""
     if not is_index(size):
         return b.constant(size, _I64)
+    # A one-element iota that starts at the size holds it as data.
     one = ir.RankedTensorType.get([1], element_type(_I64))
     holding = bz.IotaOp(one, dynamic_start=size, step=1.0).result
     return b.reshape(holding, ir.RankedTensorType.get([], element_type(_I64)), [])
@@ -83,8 +84,7 @@ def _flat_take(b, x, dims, position, result):
     flat_type = ir.RankedTensorType.get(
         [ir.ShapedType.get_dynamic_size() if is_index(s) else s for s in flat_sizes], element)
     flat = b.reshape(x, flat_type, flat_sizes)
-    return bz.TakeOp(flat, position, 0, results=[result]).result if result else \
-        bz.TakeOp(flat, position, 0).result
+    return bz.TakeOp(flat, position, 0, results=[result] if result else None).result
 
 
 @lowers(aten.index.Tensor)
@@ -92,6 +92,8 @@ def index(b, x, indices):
     rank = len(shape_of(x))
     slots = list(indices) + [None] * (rank - len(indices))
     dims = [d for d, index in enumerate(slots) if index is not None]
+    if not dims:
+        raise BrazeError("indexing with no index tensor")
     for index in slots:
         if index is not None and dtype_of(index) not in (torch.int32, torch.int64):
             raise BrazeError(f"indexing with a {dtype_of(index)} tensor (a mask gives a result "
