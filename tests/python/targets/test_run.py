@@ -71,6 +71,33 @@ def test_symbolic_slices_one_compile(target):
         last(torch.randn(2, 5, 8), torch.randn(7))
 
 
+def test_indexing_and_gather_one_compile(target):
+    """Advanced indexing with broadcast, negative and dynamic-size indices,
+    and gather: their position arithmetic runs in the target's kernels."""
+    from test_indexing import Gather, Index
+
+    model = Index(lambda x, i, j: x[i[:, None], :, j[None, :]])
+    rows, columns = torch.export.Dim("rows", min=2, max=32), torch.export.Dim("columns", min=2, max=32)
+    compiled = _compile(model, (torch.randn(5, 3, 6), torch.tensor([0, -1]), torch.tensor([1, 2, -3])), target,
+                        dynamic_shapes=(None, {0: rows}, {0: columns}))
+    for r, c in ((2, 3), (7, 4)):
+        args = (torch.randn(5, 3, 6), torch.randint(-5, 5, (r,)), torch.randint(-6, 6, (c,)))
+        assert_close(compiled(*args), model(*args))
+    with pytest.raises(braze.BrazeError, match="index -1 is out of range"):
+        compiled(torch.randn(5, 3, 6), torch.tensor([0, 5]), torch.tensor([1, 2]))
+    gather = Gather(1)
+    x, index = torch.randn(3, 7), torch.randint(0, 7, (3, 4))
+    assert_close(_compile(gather, (x, index), target)(x, index), gather(x, index))
+
+
+def test_max_pool_one_compile(target):
+    from test_pooling import Pool
+
+    model = Pool(kernel_size=3, stride=2, padding=1)
+    x = torch.randn(2, 3, 9, 8)
+    assert_close(_compile(model, (x,), target)(x), model(x))
+
+
 def test_integer_division_by_zero_is_an_error(target):
     program = _compile_mlir("""
     func.func @f(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {

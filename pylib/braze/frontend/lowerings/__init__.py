@@ -25,4 +25,4 @@ def supported_targets() -> list[str]:
     return sorted(target_name(t) for t in LOWERINGS)
 
 
-from braze.frontend.lowerings import creation, layout, nn, pointwise, reductions, symints, vision  # noqa: E402,F401
+from braze.frontend.lowerings import creation, indexing, layout, nn, pointwise, reductions, symints, vision  # noqa: E402,F401

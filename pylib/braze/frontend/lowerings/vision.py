@@ -1,6 +1,8 @@
-"""Convolutions, inference batch norm and group norm."""
+"""Convolutions, inference batch norm, group norm and max pooling."""
 
 from __future__ import annotations
+
+import operator
 
 import torch
 from mlir import ir
@@ -107,3 +109,59 @@ def native_group_norm(b, x, weight, bias, batch, channels, spatial, groups, eps)
     stats = ir.RankedTensorType.get([static(batch), groups], element)
     return (b.cast(y, out_dtype), b.cast(b.reshape(mean, stats, [batch, groups]), b.out_dtype(1)),
             b.cast(b.reshape(rstd, stats, [batch, groups]), b.out_dtype(2)))
+
+
+def _padded(b, x, dim: int, before: int, after: int, value: float):
+    """`x` with `before`/`after` elements of `value` concatenated along `dim`."""
+    if not before and not after:
+        return x
+    dtype, shape = dtype_of(x), shape_of(x)
+    sizes = [b.size(x, d) for d in range(len(shape))]
+    pieces = []
+    for count in (before, after):
+        if not count:
+            pieces.append(None)
+            continue
+        block = ir.RankedTensorType.get(
+            [count if d == dim else (ir.ShapedType.get_dynamic_size() if s is None else s)
+             for d, s in enumerate(shape)], element_type(dtype))
+        pieces.append(b.expand(b.constant(value, dtype), block, sizes[:dim] + [count] + sizes[dim + 1:]))
+    inputs = [p for p in (pieces[0], x, pieces[1]) if p is not None]
+    return bz.ConcatOp(inputs, dim).result
+
+
+@lowers(aten.max_pool2d_with_indices.default)
+def max_pool2d_with_indices(b, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """The maximum of the window's strided slices of `x` padded with -inf:
+    pointwise maximums that fuse with what follows (the window is small)."""
+    if any(user.target is not operator.getitem or user.args[1] != 0 for user in b.node.users):
+        raise BrazeError("max pooling's indices are used (only its values are lowered)")
+    if not dtype_of(x).is_floating_point:
+        raise BrazeError(f"max pooling of {dtype_of(x)} (floating point only)")
+    kernel = _per_dim(kernel_size, 2)
+    stride = _per_dim(stride or kernel, 2)
+    padding, dilation = _per_dim(padding, 2), _per_dim(dilation, 2)
+    out = b.out_type(0)
+    rank = out.rank
+    spatial = list(range(rank - 2, rank))
+    if any(out.is_dynamic_dim(d) or shape_of(x)[d] is None for d in spatial):
+        raise BrazeError("max pooling over dynamic spatial sizes")
+    for d, k, s, p, r in zip(spatial, kernel, stride, padding, dilation):
+        # Every window fits the padded input (ceil_mode's last window may
+        # need more than `p` on the right; it still starts inside).
+        reach = (out.shape[d] - 1) * s + r * (k - 1) + 1
+        x = _padded(b, x, d, p, max(0, reach - shape_of(x)[d] - p), float("-inf"))
+    result = None
+    for a in range(kernel[0]):
+        for c in range(kernel[1]):
+            window = x
+            for d, offset in zip(spatial, (a * dilation[0], c * dilation[1])):
+                step = stride[d - spatial[0]]
+                shape = list(shape_of(window))
+                shape[d] = out.shape[d]
+                sliced = ir.RankedTensorType.get(
+                    [ir.ShapedType.get_dynamic_size() if s is None else s for s in shape],
+                    ir.RankedTensorType(window.type).element_type)
+                window = b.slice(window, d, offset, offset + (out.shape[d] - 1) * step + 1, step, sliced)
+            result = window if result is None else bz.MaximumOp(result, window).result
+    return result, None

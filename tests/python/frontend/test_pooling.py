@@ -1,0 +1,57 @@
+"""Max pooling is captured as strided slices and maximums (no extern call)
+and matches eager PyTorch, NaN included."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import braze
+
+
+class Pool(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+        self.options = options
+
+    def forward(self, x):
+        return F.max_pool2d(x, **self.options) * 2
+
+
+@pytest.mark.parametrize("options", [
+    dict(kernel_size=3, stride=2, padding=1),  # ResNet's stem
+    dict(kernel_size=2),
+    dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 0), dilation=(2, 1)),
+    dict(kernel_size=3, stride=2, ceil_mode=True),
+    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+], ids=str)
+def test_max_pool2d_matches_eager(options):
+    model = Pool(**options)
+    x = torch.randn(2, 3, 11, 9)
+    x[0, 1, 4, 4] = float("nan")
+    program = braze.compile(model, (x,))
+    assert not program.exported.imported.externs, program.exported.imported.externs
+    torch.testing.assert_close(program(x), model(x), rtol=0, atol=0, equal_nan=True)
+
+
+def test_max_pool2d_dynamic_batch():
+    model = Pool(kernel_size=3, stride=2, padding=1)
+    program = braze.compile(model, (torch.randn(2, 4, 8, 8),),
+                            dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=8)},))
+    assert not program.exported.imported.externs
+    for batch in (1, 5):
+        x = torch.randn(batch, 4, 8, 8)
+        torch.testing.assert_close(program(x), model(x), rtol=0, atol=0)
+
+
+class PoolWithIndices(torch.nn.Module):
+    def forward(self, x):
+        values, indices = F.max_pool2d(x, 2, return_indices=True)
+        return values, indices
+
+
+def test_used_indices_stay_an_extern_call():
+    x = torch.randn(1, 2, 4, 4)
+    program = braze.compile(PoolWithIndices(), (x,))
+    assert [call.op for call in program.exported.imported.externs] == ["aten.max_pool2d_with_indices.default"]
+    for actual, expected in zip(program(x), PoolWithIndices()(x)):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
