@@ -200,16 +200,8 @@ class GpuRenderer(CStyleRenderer):
         return out
 
     def _reduce_stage(self, op, out: list[str]) -> None:
-        kind = op.attributes["kind"].value
-        operand = op.operation.operands[0]
         result = op.operation.results[0]
-        value_type = self.compute_type(operand.type)
-        name = self.fresh()
-        saved = dict(self.names)
-        stage = next(stage for stage in self.a.stages if stage.reduce is op)
-        inner = self._stage_body(stage.roots, stage.before)
-        inner += [self.store_line(store) for store in stage.stores]
-        value = self.names[operand]
+        kind, value_type, name, inner, value, saved = self.open_reduce_stage(op, self._stage_body)
         self.names = {**saved, result: name}
         buffer = f"{name}_s"
         if kind == "argmax":
@@ -231,7 +223,7 @@ class GpuRenderer(CStyleRenderer):
             out += self._tree(f"if ({take}) {{ {mine} = {other}; A({at}) = B({at}); }}", [buffer, at])
             out.append(f"  const int64_t {name} = {at}[0] < 0 ? 0 : {at}[0];")
             return
-        is_bool = type_name(operand.type) == "i1"
+        is_bool = type_name(op.operation.operands[0].type) == "i1"
         acc_type = "int" if is_bool else value_type
         if self.tree:
             self.shared.append(f"{acc_type} {buffer}[{self.threads}];")

@@ -143,6 +143,21 @@ class CStyleRenderer:
             expression = f"({expression}) * {self.result_dim(number, dim)} + {indices[dim]}"
         return expression
 
+    def open_reduce_stage(self, op, body):
+        """What every renderer's `braze.reduce` stage starts from: the
+        reduction kind, the computed value's type, a fresh name for the
+        accumulator, the lines computing one reduction point (`body(roots,
+        before)` spells the stage's ops in the renderer's loop form, then the
+        stage's stores), the reduced value's expression and the names before
+        the stage (to restore once the loop is closed)."""
+        operand = op.operation.operands[0]
+        value_type = self.compute_type(operand.type)
+        name = self.fresh()
+        saved = dict(self.names)
+        stage = next(stage for stage in self.a.stages if stage.reduce is op)
+        lines = body(stage.roots, stage.before) + [self.store_line(store) for store in stage.stores]
+        return op.attributes["kind"].value, value_type, name, lines, self.names[operand], saved
+
     def store_line(self, op) -> str:
         """The assignment of a braze.store, under its guard."""
         value = op.operation.operands[0]

@@ -220,16 +220,8 @@ class CppRenderer(CStyleRenderer):
 
     def reduce_stage(self, op, out: list[str], indent: str) -> None:
         """One loop over the reduction points computing a braze.reduce."""
-        kind = op.attributes["kind"].value
-        operand = op.operation.operands[0]
         result = op.operation.results[0]
-        value_type = self.compute_type(operand.type)
-        name = self.fresh()
-        saved = dict(self.names)
-        stage = next(stage for stage in self.a.stages if stage.reduce is op)
-        body = self.loop_body(stage.roots, stage.before)
-        body += [self.store_line(store) for store in stage.stores]
-        value = self.names[operand]
+        kind, value_type, name, body, value, saved = self.open_reduce_stage(op, self.loop_body)
         self.names = saved
         column = self.lane_dim is not None
         self.names[result] = f"{name}[lane]" if column else name
