@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from torch.export.graph_signature import InputKind, OutputKind
 
 from braze.errors import BrazeError
-from braze.frontend.decompositions import without_attention
+from braze.frontend.decompositions import decompose_for_export
 from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_graph
 from braze.frontend.spec import DynamicSpec, ShapeVar, dynamic_spec, spec_of
 from braze.ir import Module
@@ -104,7 +104,7 @@ def export(model, args, kwargs=None, dynamic_shapes=None, dynamic_spec: DynamicS
             # of LeafSpec (torch 2.13); nothing a caller can act on.
             warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
             program = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
-            program = program.run_decompositions(without_attention(torch.export.default_decompositions()))
+            program = decompose_for_export(program)
     except Exception as error:  # torch raises many types; the user needs the text
         raise BrazeError(f"torch.export could not capture the model: {type(error).__name__}: {error}") from error
     signature = program.graph_signature
