@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 
 lit -sv tests/lit
 lit_status=$?
-OMP_WAIT_POLICY=passive python -m pytest tests/python --ignore=tests/python/comm -n 2 -ra "$@"
+OMP_WAIT_POLICY=passive python -m pytest tests/python --ignore=tests/python/comm -n 2 -ra --durations=20 "$@"
 compiler_status=$?
 python -m pytest tests/python/comm -ra "$@"
 comm_status=$?
