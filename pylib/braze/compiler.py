@@ -185,7 +185,8 @@ def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=N
     chosen = get_target(target)
     chosen.options(options)
     chosen.require()
-    with progress.compiling(type(model).__name__, ["capture", "passes", "codegen", "build"]) as bar:
+    title = getattr(model, "__name__", None) or type(model).__name__  # a function's name, or a module's class
+    with progress.compiling(title, ["capture", "passes", "codegen", "build"]) as bar:
         bar.stage("capture")
         exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes, dynamic_spec=dynamic_spec)
         compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)

@@ -66,7 +66,8 @@ def test_transformer_block_report_renders_in_chromium(tmp_path):
     """The report of a transformer block opens in headless Chromium without a
     console message, and its after-fusion picture has one box per kernel,
     each labelled with the kernel's name and linked to its source. The
-    screenshot stays in the test's tmp dir (pytest keeps the last 3 runs')."""
+    screenshot stays in the test's tmp dir (pytest keeps the last 3 runs'),
+    and is copied with the page to $BRAZE_TEST_ARTIFACTS when it is set."""
     browser = need_program("chromium", "chromium-browser", "google-chrome")
     need_program("dot")
     # The block as captured (a golden file: torch.export takes longer than this test may).
@@ -91,6 +92,11 @@ def test_transformer_block_report_renders_in_chromium(tmp_path):
         assert f'<details class="kernel-source" id="source-kernel-{name}">' in dom.stdout
         assert f"{name}(" in dom.stdout
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get("BRAZE_TEST_ARTIFACTS"):  # a place that outlives pytest's tmp dirs
+        artifacts = Path(os.environ["BRAZE_TEST_ARTIFACTS"])
+        artifacts.mkdir(parents=True, exist_ok=True)
+        for kept in (page, shot):
+            shutil.copy(kept, artifacts / kept.name)
 
 
 def test_chromium_reports_console_errors(tmp_path):
@@ -138,6 +144,17 @@ def test_report_changes_nothing_compiled(private_cache, tmp_path):
     x = torch.randn(4, 8)
     for got, want in zip(reported(x), plain(x)):
         torch.testing.assert_close(got, want)
+
+
+def test_torch_compile_writes_a_report_per_graph(tmp_path):
+    torch._dynamo.reset()
+    function = torch.compile(lambda x: torch.softmax(x, -1) * 2, backend="braze",
+                             options={"report": str(tmp_path)})
+    function(torch.randn(4, 8))
+    pages = list(tmp_path.glob("compile-*.html"))
+    assert len(pages) == 1
+    assert 'class="cluster kernel"' in pages[0].read_text()
+    torch._dynamo.reset()
 
 
 def test_report_directory_from_the_environment(monkeypatch, tmp_path):

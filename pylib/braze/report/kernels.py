@@ -64,6 +64,18 @@ def estimated_flops(kernel_op, spec) -> int | None:
     return per_point * math.prod(spec.static_domain)
 
 
+_FILE_LINE_COL = re.compile(r'"([^"]*)":(\d+):(\d+)')
+
+
+def location_text(location: ir.Location) -> str:
+    """Where an op came from, for people: `file:line:col`; a fused location
+    (a kernel of several ops) as its first place and how many more."""
+    places = [f"{file}:{line}:{col}" for file, line, col in _FILE_LINE_COL.findall(str(location))]
+    if not places:
+        return str(location)
+    return places[0] + (f" (+{len(places) - 1} more)" if len(places) > 1 else "")
+
+
 def _type_text(type_: ir.Type) -> str:
     return str(type_).removeprefix("tensor<").removesuffix(">")
 
@@ -102,8 +114,6 @@ def kernel_source(source: str, name: str, extension: str) -> str:
 def kernel_facts(kernel_ops: list, unit) -> list[KernelFacts]:
     """The facts of each kernel of `unit` (a target's emitted Unit), with
     `kernel_ops` the function's braze.kernel ops in the same order."""
-    from braze.errors import format_location
-
     launch_of = {member: launch for launch, members in unit.launches.items() for member in members}
     facts = []
     for op, (name, spec) in zip(kernel_ops, unit.kernels.items()):
@@ -113,6 +123,6 @@ def kernel_facts(kernel_ops: list, unit) -> list[KernelFacts]:
         facts.append(KernelFacts(
             name=name, launch=launch_of.get(name), domain=domain, bytes=estimated_bytes(spec),
             flops=estimated_flops(op, spec), inputs=[_type_text(t) for t in spec.input_types],
-            results=[_type_text(t) for t in spec.result_types], location=format_location(op.operation.location),
+            results=[_type_text(t) for t in spec.result_types], location=location_text(op.operation.location),
             source=kernel_source(unit.source, name, unit.extension)))
     return facts
