@@ -231,3 +231,18 @@ def test_short_compiles_show_no_bar(monkeypatch):
     monkeypatch.setattr(progress, "DELAY", 60.0)
     braze.compile_mlir(SOFTMAX)
     assert terminal.getvalue() == ""
+
+
+@pytest.mark.parametrize("language", ["cpu", "cuda", "hip", "opencl", "metal", "triton"])
+def test_each_kernel_source_is_cut_from_the_unit(language):
+    from braze.report.kernels import kernel_source
+
+    emitted = emit(SOFTMAX, language)["softmax"]
+    names = list(emitted.kernels)
+    assert len(names) == 2
+    for name, other in (names, names[::-1]):
+        source = kernel_source(emitted.source, name, emitted.extension)
+        assert f"{name}(" in source and f"{other}(" not in source
+        assert source.rstrip().endswith("}" if language != "triton" else "mask=xmask)")
+    if language == "triton":
+        assert kernel_source(emitted.source, names[1], ".py").startswith(f"@triton.jit\ndef {names[1]}(")

@@ -95,8 +95,9 @@ def kernel_source(source: str, name: str, extension: str) -> str:
             if not line.startswith("@"):
                 break
             start = previous + 1
-        end = re.search(r"^\S", source[match.end():], flags=re.M)
-        return source[start:match.end() + end.start() if end else len(source)].rstrip() + "\n"
+        body = source.find("\n", match.end()) + 1 or len(source)
+        end = re.compile(r"^(?:@|[A-Za-z_])", flags=re.M).search(source, body)  # the next top-level statement
+        return source[start:end.start() if end else len(source)].rstrip() + "\n"
     for match in re.finditer(rf"\b{re.escape(name)}\s*\(", source):
         opening = source.find("{", match.end())
         semicolon = source.find(";", match.end())
