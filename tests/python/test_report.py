@@ -106,6 +106,7 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
     assert "braze-fuse-pointwise fused 5 producer/consumer pair(s) and refused 1." in html
     assert "the reduction drops its dims (no keepdim)" in html
     assert 'class="edge refused"' in section(html, "before-fusion")
+    assert 'class="edge refused"' in section(html, "after-fusion")  # between the two kernels
     after = section(html, "after-fusion")
     assert re.findall(r'<g id="kernel&#45;(\w+)" class="cluster kernel">', after) == \
         ["braze_kernel_0", "braze_kernel_1"]
@@ -121,6 +122,17 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
                       "func.func(braze-lower-kernels)", "func.func(braze-channels-last)",
                       "func.func(braze-collapse-dims)", "cse"]
     assert re.search(r"<td>kernel binary</td><td>cache (hit|miss \(compiled now\))</td>", html)
+
+
+def test_report_without_fusion_boxes_each_op(tmp_path):
+    need_program("dot")
+    html = braze.compile_mlir(SOFTMAX, options={"fuse": False, "report": str(tmp_path / "r.html")}) \
+        .stats["report"].read_text()
+    assert 'id="before-fusion"' not in html and "Fusion decisions" not in html
+    after = section(html, "after-fusion")
+    # Seven lone ops, seven kernels, each op in its kernel's box.
+    assert len(re.findall(r'class="cluster kernel"', after)) == 7
+    assert "empty_" not in html
 
 
 def test_report_changes_nothing_compiled(private_cache, tmp_path):

@@ -320,8 +320,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     starts with them; a target may append its own). With `remarks` (or the
     fusion log topic on), the fusion pass explains its decisions; it fuses
     the same either way."""
-    remarks = " remarks=true" if remarks or logs.enabled("fusion") else ""
-    fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{remarks}}}," if fuse else ""
+    explain = " remarks=true" if remarks or logs.enabled("fusion") else ""
+    fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{explain}}}," if fuse else ""
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""
     return f"braze-simplify,func.func({fusion}braze-lower-kernels{layout}{collapse}),cse"

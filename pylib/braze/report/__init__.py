@@ -83,6 +83,7 @@ def collect(record: PipelineRecord, func_op, unit, built, stats: dict) -> Compil
     if LOWERING_PASS in record.ir_before:
         after = graphs.function_graph(record.ir_before[LOWERING_PASS], function)
         graphs.name_kernels(after, kernels, kept)
+        graphs.mark_refusals(after, record.remarks)  # the refused edges join two kernels here
         drawn.append(("after-fusion", "After fusion: kernels", after))
     for anchor, title, graph in drawn:
         dot = graphs.to_dot(graph, title)
