@@ -57,6 +57,8 @@ class Graph:
     nodes: dict[str, Node] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
     boxes: list[Box] = field(default_factory=list)
+    # The function's top-level ops in program order: a Box's index, or a Node.
+    order: list = field(default_factory=list)
 
 
 def _short(type_) -> str:
@@ -81,13 +83,16 @@ def function_graph(text: str, function: str) -> Graph:
     return graph
 
 
-def _add_block(graph: Graph, block, producer: dict, box: int | None) -> None:
+def _add_block(graph: Graph, block, producer: dict, box: int | None) -> list:
+    """Adds `block`'s ops (inside `box`, if any); returns the values its
+    braze.yield yields."""
     for op in block.operations:
         name = op.operation.name
         if name in _HIDDEN:
             continue
         if name in BOX_KINDS:
             graph.boxes.append(Box(BOX_KINDS[name], str(op.operation.location)))
+            graph.order.append(len(graph.boxes) - 1)
             inner = op.regions[0].blocks[0]
             for argument, operand in zip(inner.arguments, op.operation.operands):
                 if operand in producer:
@@ -106,6 +111,8 @@ def _add_block(graph: Graph, block, producer: dict, box: int | None) -> None:
             node = Node(f"op{len(graph.nodes)}", name, f"{name.removeprefix('braze.')}\n{results}",
                         format_location(op.operation.location), str(op.operation.location), box)
         graph.nodes[node.id] = node
+        if box is None:
+            graph.order.append(node)
         for operand in op.operation.operands:
             if operand in producer:
                 graph.edges.append(Edge(producer[operand], node.id))
@@ -141,35 +148,23 @@ def name_kernels(graph: Graph, kernels: list[tuple[str, str]], kept_ops: set[str
     braze-lower-kernels keeps the order and the location, so they are
     matched in order by location. A kernel matching nothing gets an empty
     box, so the picture has one box per kernel."""
-    candidates: list[tuple[str, object]] = []  # (location, Box index or Node)
-    boxed = set()
-    for node in graph.nodes.values():
-        if node.box is not None and node.box not in boxed:
-            boxed.add(node.box)
-            candidates.append((graph.boxes[node.box].location, node.box))
-        elif node.box is None and node.op.startswith("braze.") and node.op not in kept_ops:
-            candidates.append((None, node))
+    candidates = [c for c in graph.order
+                  if not isinstance(c, Node) or (c.op.startswith("braze.") and c.op not in kept_ops)]
     position = 0
     for name, location in kernels:
-        found = None
-        for index in range(position, len(candidates)):
-            where, candidate = candidates[index]
-            if isinstance(candidate, Node):
-                where = candidate.printed
-            if where == location:
-                found = index
-                break
-        if found is None:
+        found = next((index for index in range(position, len(candidates))
+                      if (candidates[index].printed if isinstance(candidates[index], Node)
+                          else graph.boxes[candidates[index]].location) == location), None)
+        if found is None or isinstance(candidates[found], Node):
             graph.boxes.append(Box("kernel", location, name, f"kernel-{name}"))
+        if found is None:
             continue
         position = found + 1
-        candidate = candidates[found][1]
-        if isinstance(candidate, Node):
-            graph.boxes.append(Box("kernel", location, name, f"kernel-{name}"))
-            candidate.box = len(graph.boxes) - 1
+        if isinstance(candidates[found], Node):
+            candidates[found].box = len(graph.boxes) - 1
         else:
-            graph.boxes[candidate].label = name
-            graph.boxes[candidate].anchor = f"kernel-{name}"
+            graph.boxes[candidates[found]].label = name
+            graph.boxes[candidates[found]].anchor = f"kernel-{name}"
 
 
 def _quote(text: str) -> str:
