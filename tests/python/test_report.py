@@ -246,3 +246,12 @@ def test_each_kernel_source_is_cut_from_the_unit(language):
         assert source.rstrip().endswith("}" if language != "triton" else "mask=xmask)")
     if language == "triton":
         assert kernel_source(emitted.source, names[1], ".py").startswith(f"@triton.jit\ndef {names[1]}(")
+
+
+def test_report_of_dynamic_dims_leaves_the_estimates_open(tmp_path):
+    from ir_samples import SWISH
+
+    html = braze.compile_mlir(SWISH, options={"report": str(tmp_path / "r.html")}).stats["report"].read_text()
+    row = re.search(r'braze_kernel_0</a></td>.*?</tr>', html).group(0)
+    assert "<td>?</td><td" in row and "?xf32 → ?xf32" in row  # braze-collapse-dims merged ?x64
+    assert re.findall(r'<td class="n">([^<]*)</td>', row) == ["dynamic", "dynamic", "-"]
