@@ -4,7 +4,8 @@ A compile names its stages up front and says when each begins; the bar
 appears only once a compile has run for `DELAY` seconds (short compiles stay
 silent), is redrawn in place with the elapsed time while a stage such as the
 C++ build runs, and is erased when the compile ends. Nothing is written when
-stderr is not a terminal, when TERM is "dumb", or with BRAZE_PROGRESS=0.
+stderr is not a terminal, when TERM is "dumb", with BRAZE_PROGRESS=0, or
+while a braze log topic is on (its lines would cut through the bar).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+
+from braze import logs
 
 ENVIRONMENT_VARIABLE = "BRAZE_PROGRESS"
 # Seconds a compile runs before its bar appears, and between redraws.
@@ -84,6 +87,8 @@ class Bar:
 
 def _wanted(stream) -> bool:
     if os.environ.get(ENVIRONMENT_VARIABLE, "1") == "0" or os.environ.get("TERM") == "dumb":
+        return False
+    if any(logs.enabled(topic) for topic in logs.TOPICS):
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())

@@ -223,6 +223,13 @@ def test_progress_bar_is_quiet_elsewhere(monkeypatch):
     monkeypatch.setenv("BRAZE_PROGRESS", "0")
     braze.compile_mlir(SOFTMAX)
     assert terminal.getvalue() == ""
+    monkeypatch.delenv("BRAZE_PROGRESS")
+    braze.set_logs("codegen")  # log lines and a bar would share the terminal
+    try:
+        braze.compile_mlir(SOFTMAX)
+    finally:
+        braze.set_logs(None)
+    assert "braze: compiling" not in terminal.getvalue()
 
 
 def test_short_compiles_show_no_bar(monkeypatch):
