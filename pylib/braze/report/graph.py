@@ -176,7 +176,7 @@ def to_dot(graph: Graph, title: str) -> str:
              '  graph [fontname="Helvetica", fontsize=11, rankdir=TB, nodesep=0.25, ranksep=0.35];',
              '  node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled", fillcolor="#ffffff", '
              'color="#777777", height=0.3];',
-             '  edge [color="#888888", arrowsize=0.6];']
+             '  edge [fontname="Helvetica", fontsize=10, color="#888888", arrowsize=0.6];']
     members: dict[int, list[Node]] = {}
     for node in graph.nodes.values():
         members.setdefault(node.box, []).append(node)

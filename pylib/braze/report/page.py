@@ -22,11 +22,11 @@ summary { cursor: pointer; font-family: monospace; }
 """
 
 
-def _table(header: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+def _table(header: list[str] | None, rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+    head = "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>" if header else ""
     body = "".join("<tr>" + "".join(f'<td class="n">{cell}</td>' if index in numeric else f"<td>{cell}</td>"
                                     for index, cell in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+    return f"<table>{head}{body}</table>"
 
 
 def _count(value: int | None) -> str:
@@ -42,7 +42,7 @@ def summary(facts) -> str:
             ["kernel binary", "no kernels" if facts.cache_hit is None else
              ("cache hit" if facts.cache_hit else "cache miss (compiled now)")],
             ["source", escape(str(facts.source_path or "-"))]]
-    return "<h2>Summary</h2>" + _table(["", ""], rows)
+    return "<h2>Summary</h2>" + _table(None, rows)
 
 
 def graphs(facts) -> str:
