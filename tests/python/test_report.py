@@ -179,6 +179,8 @@ def test_report_to_an_unwritable_place_is_a_clear_error(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(BrazeError, match=r"cannot write the compile report to '.*file/r.html'"):
         braze.compile_mlir(SOFTMAX, options={"report": str(tmp_path / "file" / "r.html")})
+    with pytest.raises(BrazeError, match=r"the report option must be a path \(a .html file or a directory\), got int"):
+        braze.compile_mlir(SOFTMAX, options={"report": 3})
 
 
 def test_report_remarks_do_not_turn_on_the_fusion_log(caplog, tmp_path):

@@ -31,7 +31,10 @@ def destination(option: str | None) -> str | None:
     """Where a compile's report goes: the `report` option, else
     BRAZE_REPORT_DIR, else nowhere (None)."""
     if option is not None:
-        return str(option)
+        if not isinstance(option, (str, os.PathLike)):
+            raise BrazeError(f"the report option must be a path (a .html file or a directory), "
+                             f"got {type(option).__name__}")
+        return os.fspath(option)
     return os.environ.get(ENVIRONMENT_VARIABLE) or None
 
 
