@@ -6,7 +6,7 @@ from braze.logs import _from_environment, set_logs
 from braze.passes import register_pass, run_pipeline
 
 __all__ = ["BrazeError", "ExportedProgram", "Module", "ShapeVar", "compile", "compile_mlir", "dynamic_spec", "export",
-           "parse", "register_pass", "run_pipeline", "set_logs", "targets"]
+           "parse", "profile", "register_pass", "run_pipeline", "set_logs", "targets"]
 
 _from_environment()
 
@@ -25,6 +25,10 @@ def __getattr__(name):
         from braze import compiler
 
         return getattr(compiler, name)
+    if name == "profile":
+        from braze.runtime.trace import profile
+
+        return profile
     if name == "targets":
         from braze.target import targets
 

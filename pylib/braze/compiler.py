@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from braze import logs
+from braze import logs, progress, report
 from braze.errors import BrazeError
 from braze.ir import Module, parse
 from braze.passes import run_pipeline
@@ -55,6 +55,9 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     chosen = get_target(target)
     chosen.require()
     options = chosen.options(options)
+    report_to = report.destination(options.report)
+    if report_to is not None and options.report is None:
+        options = dataclasses.replace(options, report=report_to)  # BRAZE_REPORT_DIR
     started = time.perf_counter()
     # A private copy, locations kept, for the passes to rewrite.
     if isinstance(module_or_text, str):
@@ -65,16 +68,21 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         raise BrazeError(f"compile_mlir expects a braze.Module, an mlir.ir.Module or IR text, "
                          f"got {type(module_or_text).__name__}")
     dump_dir = _fresh_dump_dir(Path(options.dump_dir)) if options.dump_dir is not None else None
-    run_pipeline(module, chosen.pipeline(options), dump_dir=dump_dir)
-    module_op = module.mlir_module.operation
-    func = select_entry(functions(module_op), entry)
-    operations = list(func.regions[0].blocks[0].operations)
-    kernels = [op for op in operations if op.operation.name == "braze.kernel"]
-    unit = chosen.emit(operations, options)
-    if dump_dir is not None:
-        # Written from the emitted source, so a cache hit dumps it too.
-        (dump_dir / f"{chosen.name}-kernels{unit.extension}").write_text(unit.source)
-    built = chosen.build(unit, options) if kernels else None
+    record = report.pipeline_record() if report_to is not None else None
+    with progress.compiling(f"for {chosen.name}", ["passes", "codegen", "build"]) as bar:
+        bar.stage("passes")
+        run_pipeline(module, chosen.pipeline(options), dump_dir=dump_dir, record=record)
+        module_op = module.mlir_module.operation
+        func = select_entry(functions(module_op), entry)
+        operations = list(func.regions[0].blocks[0].operations)
+        kernels = [op for op in operations if op.operation.name == "braze.kernel"]
+        bar.stage("codegen")
+        unit = chosen.emit(operations, options)
+        if dump_dir is not None:
+            # Written from the emitted source, so a cache hit dumps it too.
+            (dump_dir / f"{chosen.name}-kernels{unit.extension}").write_text(unit.source)
+        bar.stage("build")
+        built = chosen.build(unit, options) if kernels else None
     _log_codegen(chosen.name, unit, built)
     program = Program(module_op, func, built.kernels if built else None, list(unit.kernels.values()),
                       unit.launches, parameters, chosen.run_device())
@@ -91,6 +99,8 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         "source": built.source_path if built else None,
         "target": chosen.name,
     }
+    if record is not None:
+        stats["report"] = report.write(report_to, report.collect(record, func, unit, built, stats))
     return CompiledProgram(module, program, stats)
 
 
@@ -175,8 +185,11 @@ def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=N
     chosen = get_target(target)
     chosen.options(options)
     chosen.require()
-    exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes, dynamic_spec=dynamic_spec)
-    compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)
+    title = getattr(model, "__name__", None) or type(model).__name__  # a function's name, or a module's class
+    with progress.compiling(title, ["capture", "passes", "codegen", "build"]) as bar:
+        bar.stage("capture")
+        exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes, dynamic_spec=dynamic_spec)
+        compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)
     # The aten ops torch.export captured, against which externs are counted.
     compiled.stats["captured_ops"] = exported.imported.op_count
     return CompiledModel(exported, compiled)

@@ -19,3 +19,19 @@ func.func @f(%a: tensor<?x4xf32>, %b: tensor<4xf32>) -> tensor<?x4xf32> {
   return %r : tensor<?x4xf32>
 }
 """
+
+# A softmax and a rank-dropping sum whose consumer braze-fuse-pointwise
+# refuses: two kernels, one remark of each kind (the log, report and trace
+# tests read its line numbers).
+SOFTMAX = """
+func.func @softmax(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
+  %m = braze.max %x dims [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = braze.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %e = braze.exp %d : tensor<4x8xf32>
+  %s = braze.sum %e dims [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
+  %y = braze.div %e, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %t = braze.sum %y dims [1] : tensor<4x8xf32> -> tensor<4xf32>
+  %n = braze.neg %t : tensor<4xf32>
+  return %y, %n : tensor<4x8xf32>, tensor<4xf32>
+}
+"""

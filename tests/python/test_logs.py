@@ -10,23 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from ir_samples import SOFTMAX
 
 import braze
 from braze import logs
 from braze.errors import BrazeError
-
-SOFTMAX = """
-func.func @softmax(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
-  %m = braze.max %x dims [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
-  %d = braze.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
-  %e = braze.exp %d : tensor<4x8xf32>
-  %s = braze.sum %e dims [1] keepdim : tensor<4x8xf32> -> tensor<4x1xf32>
-  %y = braze.div %e, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
-  %t = braze.sum %y dims [1] : tensor<4x8xf32> -> tensor<4xf32>
-  %n = braze.neg %t : tensor<4xf32>
-  return %y, %n : tensor<4x8xf32>, tensor<4xf32>
-}
-"""
 
 
 @pytest.fixture(autouse=True)

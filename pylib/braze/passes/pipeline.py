@@ -179,7 +179,32 @@ def _plan(pipeline: str, context: ir.Context, one_pass_per_step: bool = False) -
     return steps
 
 
-def run_pipeline(module: Module, pipeline: str, *, dump_dir: str | Path | None = None) -> Module:
+@dataclass
+class PassRun:
+    """One pass as an observed run saw it (see `PipelineRecord`)."""
+
+    pipeline: str  # the element that ran, e.g. "func.func(braze-lower-kernels)"
+    name: str  # its innermost pass, e.g. "braze-lower-kernels"
+    seconds: float
+    ops_before: int
+    ops_after: int
+
+
+@dataclass
+class PipelineRecord:
+    """What `run_pipeline(..., record=...)` collects for a compile report:
+    each pass with its time and op counts, every remark the passes emit
+    (location, message), and the IR (text with locations) just before each
+    pass named in `keep_ir_before`, under that pass's name."""
+
+    keep_ir_before: tuple[str, ...] = ()
+    passes: list[PassRun] = field(default_factory=list)
+    remarks: list[tuple[str, str]] = field(default_factory=list)
+    ir_before: dict[str, str] = field(default_factory=dict)
+
+
+def run_pipeline(module: Module, pipeline: str, *, dump_dir: str | Path | None = None,
+                 record: PipelineRecord | None = None) -> Module:
     """Runs `pipeline` on `module` in place and returns the module.
 
     Example: `run_pipeline(m, "braze-simplify,my-py-pass{factor=2},cse")`.
@@ -189,19 +214,21 @@ def run_pipeline(module: Module, pipeline: str, *, dump_dir: str | Path | None =
     names the pipeline that takes the previous one to it (see
     docs/observability.md). The `passes` log topic reports each pass's time
     and op counts; the remarks the passes emit go to the `fusion` topic.
+    A `record` collects the same (see `PipelineRecord`).
     """
     if not isinstance(module, Module):
         raise TypeError(f"run_pipeline expects a braze.Module, got {type(module).__name__}")
     if not isinstance(pipeline, str):
         raise TypeError(f"the pipeline must be a str, got {type(pipeline).__name__}")
-    observed = dump_dir is not None or logs.enabled("passes")
+    observed = dump_dir is not None or record is not None or logs.enabled("passes")
     steps = _plan(pipeline, module.context, one_pass_per_step=observed)
     remarks = logs.logger("fusion")
-    handler = module.context.attach_diagnostic_handler(_remark_logger(remarks)) \
-        if remarks.isEnabledFor(logging.INFO) else None
+    log_remarks = remarks.isEnabledFor(logging.INFO)
+    handler = module.context.attach_diagnostic_handler(_remark_handler(remarks if log_remarks else None, record)) \
+        if log_remarks or record is not None else None
     try:
         if observed:
-            _run_observed(module, steps, Path(dump_dir) if dump_dir is not None else None)
+            _run_observed(module, steps, Path(dump_dir) if dump_dir is not None else None, record)
         else:
             for step in steps:
                 step.run(module)
@@ -211,13 +238,18 @@ def run_pipeline(module: Module, pipeline: str, *, dump_dir: str | Path | None =
     return module
 
 
-def _remark_logger(log: logging.Logger):
-    """A diagnostic handler that logs remarks to `log` and leaves the rest
-    (errors become BrazeErrors) to the pass manager."""
+def _remark_handler(log: logging.Logger | None, record: PipelineRecord | None):
+    """A diagnostic handler that logs remarks to `log` and keeps them in
+    `record`, and leaves the rest (errors become BrazeErrors) to the pass
+    manager."""
     def handle(diagnostic) -> bool:
         if diagnostic.severity != ir.DiagnosticSeverity.REMARK:
             return False
-        log.info("%s: %s", format_location(diagnostic.location), diagnostic.message)
+        location = format_location(diagnostic.location)
+        if log is not None:
+            log.info("%s: %s", location, diagnostic.message)
+        if record is not None:
+            record.remarks.append((location, diagnostic.message))
         return True
     return handle
 
@@ -252,9 +284,9 @@ def _dump(directory: Path, number: int, name: str, header: list[str], module: Mo
     return file_name
 
 
-def _run_observed(module: Module, steps: list, dump_dir: Path | None) -> None:
+def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: PipelineRecord | None) -> None:
     """Runs one pass per step, timing each and counting ops around it, and
-    dumps the IR after each into `dump_dir`."""
+    dumps the IR after each into `dump_dir` and records each in `record`."""
     log = logs.logger("passes")
     if dump_dir is not None:
         dump_dir.mkdir(parents=True, exist_ok=True)
@@ -262,15 +294,19 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None) -> None:
     ops_before = _op_count(module)
     for number, step in enumerate(steps, start=1):
         text = _step_text(step)
+        name = _ELEMENT_NAME.match(text.rsplit("(", 1)[-1]).group(1)  # the innermost pass
+        if record is not None and name in record.keep_ir_before and name not in record.ir_before:
+            record.ir_before[name] = module.operation.get_asm(enable_debug_info=True)
         started = time.perf_counter()
         step.run(module)
         seconds = time.perf_counter() - started
         ops_after = _op_count(module)
         log.info("%s: %.2f ms, %d -> %d ops", text, seconds * 1e3, ops_before, ops_after)
+        if record is not None:
+            record.passes.append(PassRun(text, name, seconds, ops_before, ops_after))
         ops_before = ops_after
         if dump_dir is None:
             continue
-        name = _ELEMENT_NAME.match(text.rsplit("(", 1)[-1]).group(1)  # the innermost pass
         if isinstance(step, _NativeStep):
             replay = f"braze-opt {previous} --pass-pipeline='builtin.module({text})'"
         else:
@@ -279,12 +315,13 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None) -> None:
 
 
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
-                         collapse_dims: bool = True) -> str:
+                         collapse_dims: bool = True, remarks: bool = False) -> str:
     """The passes that take captured IR to the kernel form (every target
-    starts with them; a target may append its own)."""
-    # With the fusion log topic on, the fusion pass explains its decisions.
-    remarks = " remarks=true" if logs.enabled("fusion") else ""
-    fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{remarks}}}," if fuse else ""
+    starts with them; a target may append its own). With `remarks` (or the
+    fusion log topic on), the fusion pass explains its decisions; it fuses
+    the same either way."""
+    explain = " remarks=true" if remarks or logs.enabled("fusion") else ""
+    fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{explain}}}," if fuse else ""
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""
     return f"braze-simplify,func.func({fusion}braze-lower-kernels{layout}{collapse}),cse"

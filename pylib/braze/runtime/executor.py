@@ -44,6 +44,7 @@ from braze.hostops.dtypes import torch_dtype
 from braze.hostops.extern import extern_overload, prepare_extern
 from braze.hostops.products import convolution_arguments, convolution_layout
 from braze.hostops.signature import check_arguments
+from braze.runtime import trace
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
@@ -452,7 +453,9 @@ class Program:
         env = list(self.template)
         for slot_number, value in zip(self.argument_slots, arguments):
             env[slot_number] = value
-        if _RUNTIME_LOG.isEnabledFor(logging.DEBUG):
+        if trace.tracer is not None:  # braze.profile (runtime/trace.py)
+            trace.tracer.run(self, env)
+        elif _RUNTIME_LOG.isEnabledFor(logging.DEBUG):
             self._run_logged(env)
         else:
             for step in self.steps:

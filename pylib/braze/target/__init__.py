@@ -48,11 +48,15 @@ class TargetOptions:
     # Directory to write the IR after every pass and the generated source
     # into (see docs/observability.md). Not part of the cache key.
     dump_dir: str | None = None
+    # Where to write the HTML compile report: a `.html` file, or a directory
+    # that gets one `compile-NNN.html` per compile (default:
+    # BRAZE_REPORT_DIR; see docs/observability.md). Not part of the cache key.
+    report: str | None = None
 
     def key(self) -> str:
         """What of the options changes a binary: everything but where files are written."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                  if f.name not in ("cache_dir", "dump_dir")}
+                  if f.name not in ("cache_dir", "dump_dir", "report")}
         return f"{type(self).__name__}{sorted(fields.items())}"
 
 
@@ -106,7 +110,7 @@ class Target:
         from braze.passes import kernel_form_pipeline
 
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
-                                        options.collapse_dims)
+                                        options.collapse_dims, remarks=options.report is not None)
         if self.gpu:
             pipeline += f",func.func(braze-gpu-schedule{{target={self.schedule_target or self.name} threads={int(options.threads)}}})"
         return pipeline

@@ -1,0 +1,118 @@
+"""The report's HTML: one self-contained page (inline CSS and SVG, no
+script), built from `CompileFacts` section by section. A section is a
+function of the facts that returns its HTML, or None when it has nothing to
+show; `SECTIONS` lists them in page order (later sections, such as a
+collective timeline, are added there)."""
+
+from __future__ import annotations
+
+from html import escape
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0 2em 3em; color: #202124; }
+h1 { font-size: 20px; margin: 1em 0 .3em; } h2 { font-size: 17px; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; margin: .5em 0; } td, th { border: 1px solid #ddd; padding: 2px 8px; text-align: left; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.bar { background: #8ab4f8; height: 10px; display: inline-block; }
+.graphs { display: flex; flex-wrap: wrap; gap: 2em; align-items: flex-start; }
+.graph { overflow: auto; max-width: 100%; } .graph svg { max-width: 100%; height: auto; }
+.note { background: #fef7e0; border: 1px solid #f9ab00; padding: .4em .8em; }
+.refused { color: #d93025; } pre { background: #f8f9fa; padding: .6em; overflow: auto; font-size: 12px; }
+summary { cursor: pointer; font-family: monospace; }
+"""
+
+
+def _table(header: list[str] | None, rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+    head = "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>" if header else ""
+    body = "".join("<tr>" + "".join(f'<td class="n">{cell}</td>' if index in numeric else f"<td>{cell}</td>"
+                                    for index, cell in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table>{head}{body}</table>"
+
+
+def _count(value: int | None) -> str:
+    return "dynamic" if value is None else f"{value:,}"
+
+
+def summary(facts) -> str:
+    rows = [["function", escape(facts.function)], ["target", escape(facts.target)],
+            ["kernels", str(len(facts.kernels))],
+            ["library calls (GEMM, convolution, attention)", str(facts.library_calls)],
+            ["extern aten calls", escape(", ".join(f"{op} ×{n}" for op, n in facts.extern_ops.items()) or "none")],
+            ["compile time", f"{facts.compile_seconds * 1e3:.0f} ms"],
+            ["kernel binary", "no kernels" if facts.cache_hit is None else
+             ("cache hit" if facts.cache_hit else "cache miss (compiled now)")],
+            ["source", escape(str(facts.source_path or "-"))]]
+    return "<h2>Summary</h2>" + _table(None, rows)
+
+
+def graphs(facts) -> str:
+    parts = ["<h2>Graph</h2>",
+             "<p>Ops as nodes, kernels as blue boxes (each labelled with its kernel's name; click one for its "
+             "source), fusions the pass refused as <span class=refused>red dashed edges</span> (hover for the "
+             "reason). Parameters and constants are not drawn.</p>"]
+    if facts.graph_problem:
+        parts.append(f'<p class="note">No pictures: {escape(facts.graph_problem)}. The graphs in DOT follow; '
+                     f"render them with <code>dot -Tsvg</code>.</p>")
+    parts.append('<div class="graphs">')
+    for anchor, title, svg, dot in facts.pictures:
+        body = svg if svg is not None else f"<details><summary>DOT</summary><pre>{escape(dot)}</pre></details>"
+        parts.append(f'<div class="graph" id="{anchor}"><h3>{escape(title)}</h3>{body}</div>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def fusion(facts) -> str | None:
+    if facts.fused is None:
+        return None
+    rows = [[escape(location), escape(consumer), escape(producer), escape(reason),
+             "yes" if drawn else "no (op not found in the picture)"]
+            for location, consumer, producer, reason, drawn in facts.refusals]
+    text = (f"<h2>Fusion decisions</h2><p>braze-fuse-pointwise fused {facts.fused} producer/consumer pair(s) "
+            f"and refused {len(rows)}.</p>")
+    if rows:
+        text += _table(["at", "consumer", "producer", "why not fused", "drawn"], rows)
+    return text
+
+
+def kernels(facts) -> str | None:
+    if not facts.kernels:
+        return None
+    rows = []
+    for kernel in facts.kernels:
+        intensity = "-" if not kernel.bytes or kernel.flops is None else f"{kernel.flops / kernel.bytes:.2f}"
+        rows.append([f'<a href="#source-kernel-{escape(kernel.name)}">{escape(kernel.name)}</a>',
+                     escape(kernel.launch or "-"), escape(kernel.domain), _count(kernel.bytes),
+                     _count(kernel.flops), intensity,
+                     escape(", ".join(kernel.inputs)) + " → " + escape(", ".join(kernel.results)),
+                     escape(kernel.location)])
+    sources = "".join(
+        f'<details class="kernel-source" id="source-kernel-{escape(k.name)}"><summary>{escape(k.name)}</summary>'
+        f"<pre>{escape(k.source)}</pre></details>" for k in facts.kernels)
+    return ("<h2>Kernels</h2><p>Estimated bytes: every input read and every result written once; estimated "
+            "flops: the scalar body's arithmetic ops times the domain's points.</p>"
+            + _table(["kernel", "launch", "domain", "bytes (est.)", "flops (est.)", "flops/byte",
+                      "operands → results", "at"], rows, numeric={3, 4, 5})
+            + f"<h3>Generated source ({escape(facts.target)})</h3>" + sources)
+
+
+def passes(facts) -> str | None:
+    if not facts.passes:
+        return None
+    longest = max(run.seconds for run in facts.passes) or 1.0
+    rows = [[escape(run.pipeline), f"{run.seconds * 1e3:.2f}",
+             f'<span class="bar" style="width:{120 * run.seconds / longest:.0f}px"></span>',
+             f"{run.ops_before} → {run.ops_after}"] for run in facts.passes]
+    total = sum(run.seconds for run in facts.passes)
+    return (f"<h2>Passes</h2><p>{len(rows)} passes, {total * 1e3:.1f} ms in all.</p>"
+            + _table(["pass", "ms", "", "ops before → after"], rows, numeric={1}))
+
+
+SECTIONS = [summary, graphs, fusion, kernels, passes]
+
+
+def render(facts) -> str:
+    body = "".join(part for part in (section(facts) for section in SECTIONS) if part)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>braze report: @{escape(facts.function)} ({escape(facts.target)})</title>"
+            f"<style>{_STYLE}</style></head><body><h1>braze compile report: @{escape(facts.function)}</h1>"
+            f"{body}</body></html>\n")

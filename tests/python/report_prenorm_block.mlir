@@ -1,0 +1,70 @@
+// PreNormBlock() of tests/python/frontend/models.py as braze.export captures it at (2, 8, 32)
+// (test_report.py's transformer block; regenerate: print(braze.export(PreNormBlock().eval(), (torch.randn(2, 8, 32),)).module))
+module {
+  func.func @forward(%arg0: tensor<2x8x32xf32> {braze.dims = [2, 8, 32]}) -> tensor<2x8x32xf32> {
+    %0 = braze.parameter "ln1.weight" : tensor<32xf32>
+    %1 = braze.parameter "ln1.bias" : tensor<32xf32>
+    %2 = braze.parameter "qkv.weight" : tensor<96x32xf32>
+    %3 = braze.parameter "qkv.bias" : tensor<96xf32>
+    %4 = braze.parameter "proj.weight" : tensor<32x32xf32>
+    %5 = braze.parameter "proj.bias" : tensor<32xf32>
+    %6 = braze.parameter "ln2.weight" : tensor<32xf32>
+    %7 = braze.parameter "ln2.bias" : tensor<32xf32>
+    %8 = braze.parameter "fc1.weight" : tensor<128x32xf32>
+    %9 = braze.parameter "fc1.bias" : tensor<128xf32>
+    %10 = braze.parameter "fc2.weight" : tensor<32x128xf32>
+    %11 = braze.parameter "fc2.bias" : tensor<32xf32>
+    %12 = braze.mean %arg0 dims [2] keepdim : tensor<2x8x32xf32> -> tensor<2x8x1xf32>
+    %13 = braze.sub %arg0, %12 : tensor<2x8x32xf32>, tensor<2x8x1xf32> -> tensor<2x8x32xf32>
+    %14 = braze.mul %13, %13 : tensor<2x8x32xf32>, tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+    %15 = braze.mean %14 dims [2] keepdim : tensor<2x8x32xf32> -> tensor<2x8x1xf32>
+    %16 = braze.constant dense<9.99999974E-6> : tensor<f32>
+    %17 = braze.add %15, %16 : tensor<2x8x1xf32>, tensor<f32> -> tensor<2x8x1xf32>
+    %18 = braze.rsqrt %17 : tensor<2x8x1xf32>
+    %19 = braze.mul %13, %18 : tensor<2x8x32xf32>, tensor<2x8x1xf32> -> tensor<2x8x32xf32>
+    %20 = braze.mul %19, %0 : tensor<2x8x32xf32>, tensor<32xf32> -> tensor<2x8x32xf32>
+    %21 = braze.add %20, %1 : tensor<2x8x32xf32>, tensor<32xf32> -> tensor<2x8x32xf32>
+    %22 = braze.reshape %21 : tensor<2x8x32xf32> -> tensor<16x32xf32>
+    %23 = braze.permute %2 [1, 0] : tensor<96x32xf32> -> tensor<32x96xf32>
+    %24 = braze.addmm %3, %22, %23 : tensor<96xf32>, tensor<16x32xf32>, tensor<32x96xf32> -> tensor<16x96xf32>
+    %25 = braze.reshape %24 : tensor<16x96xf32> -> tensor<2x8x96xf32>
+    %26 = braze.slice %25 dim 2 [0 : 32 : 1] : tensor<2x8x96xf32> -> tensor<2x8x32xf32>
+    %27 = braze.slice %25 dim 2 [32 : 64 : 1] : tensor<2x8x96xf32> -> tensor<2x8x32xf32>
+    %28 = braze.slice %25 dim 2 [64 : 96 : 1] : tensor<2x8x96xf32> -> tensor<2x8x32xf32>
+    %29 = braze.reshape %26 : tensor<2x8x32xf32> -> tensor<2x8x4x8xf32>
+    %30 = braze.permute %29 [0, 2, 1, 3] : tensor<2x8x4x8xf32> -> tensor<2x4x8x8xf32>
+    %31 = braze.reshape %27 : tensor<2x8x32xf32> -> tensor<2x8x4x8xf32>
+    %32 = braze.permute %31 [0, 2, 1, 3] : tensor<2x8x4x8xf32> -> tensor<2x4x8x8xf32>
+    %33 = braze.reshape %28 : tensor<2x8x32xf32> -> tensor<2x8x4x8xf32>
+    %34 = braze.permute %33 [0, 2, 1, 3] : tensor<2x8x4x8xf32> -> tensor<2x4x8x8xf32>
+    %35 = braze.attention %30, %32, %34 causal : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+    %36 = braze.permute %35 [0, 2, 1, 3] : tensor<2x4x8x8xf32> -> tensor<2x8x4x8xf32>
+    %37 = braze.reshape %36 : tensor<2x8x4x8xf32> -> tensor<2x8x32xf32>
+    %38 = braze.reshape %37 : tensor<2x8x32xf32> -> tensor<16x32xf32>
+    %39 = braze.permute %4 [1, 0] : tensor<32x32xf32> -> tensor<32x32xf32>
+    %40 = braze.addmm %5, %38, %39 : tensor<32xf32>, tensor<16x32xf32>, tensor<32x32xf32> -> tensor<16x32xf32>
+    %41 = braze.reshape %40 : tensor<16x32xf32> -> tensor<2x8x32xf32>
+    %42 = braze.add %arg0, %41 : tensor<2x8x32xf32>, tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+    %43 = braze.mean %42 dims [2] keepdim : tensor<2x8x32xf32> -> tensor<2x8x1xf32>
+    %44 = braze.sub %42, %43 : tensor<2x8x32xf32>, tensor<2x8x1xf32> -> tensor<2x8x32xf32>
+    %45 = braze.mul %44, %44 : tensor<2x8x32xf32>, tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+    %46 = braze.mean %45 dims [2] keepdim : tensor<2x8x32xf32> -> tensor<2x8x1xf32>
+    %47 = braze.constant dense<9.99999974E-6> : tensor<f32>
+    %48 = braze.add %46, %47 : tensor<2x8x1xf32>, tensor<f32> -> tensor<2x8x1xf32>
+    %49 = braze.rsqrt %48 : tensor<2x8x1xf32>
+    %50 = braze.mul %44, %49 : tensor<2x8x32xf32>, tensor<2x8x1xf32> -> tensor<2x8x32xf32>
+    %51 = braze.mul %50, %6 : tensor<2x8x32xf32>, tensor<32xf32> -> tensor<2x8x32xf32>
+    %52 = braze.add %51, %7 : tensor<2x8x32xf32>, tensor<32xf32> -> tensor<2x8x32xf32>
+    %53 = braze.reshape %52 : tensor<2x8x32xf32> -> tensor<16x32xf32>
+    %54 = braze.permute %8 [1, 0] : tensor<128x32xf32> -> tensor<32x128xf32>
+    %55 = braze.addmm %9, %53, %54 : tensor<128xf32>, tensor<16x32xf32>, tensor<32x128xf32> -> tensor<16x128xf32>
+    %56 = braze.reshape %55 : tensor<16x128xf32> -> tensor<2x8x128xf32>
+    %57 = braze.gelu %56 approximate "tanh" : tensor<2x8x128xf32>
+    %58 = braze.reshape %57 : tensor<2x8x128xf32> -> tensor<16x128xf32>
+    %59 = braze.permute %10 [1, 0] : tensor<32x128xf32> -> tensor<128x32xf32>
+    %60 = braze.addmm %11, %58, %59 : tensor<32xf32>, tensor<16x128xf32>, tensor<128x32xf32> -> tensor<16x32xf32>
+    %61 = braze.reshape %60 : tensor<16x32xf32> -> tensor<2x8x32xf32>
+    %62 = braze.add %42, %61 : tensor<2x8x32xf32>, tensor<2x8x32xf32> -> tensor<2x8x32xf32>
+    return %62 : tensor<2x8x32xf32>
+  }
+}
