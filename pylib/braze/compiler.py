@@ -49,6 +49,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     `target`. The caller's module is not modified."""
     from mlir import ir
 
+    from braze.codegen import function_operations
     from braze.hostops.signature import functions, select_entry
     from braze.runtime.executor import Program
 
@@ -68,7 +69,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     run_pipeline(module, chosen.pipeline(options), dump_dir=dump_dir)
     module_op = module.mlir_module.operation
     func = select_entry(functions(module_op), entry)
-    operations = list(func.regions[0].blocks[0].operations)
+    operations = function_operations(func)
     kernels = [op for op in operations if op.operation.name == "braze.kernel"]
     unit = chosen.emit(operations, options)
     if dump_dir is not None:
