@@ -137,7 +137,8 @@ class CompiledModel:
         # needs no pytree work per call.
         arity = len(compiled.program.argument_types)
         flat_spec = pytree.tree_flatten(((0,) * arity, {}))[1]
-        self._flat_inputs = arity if in_spec == flat_spec else None
+        # (Complex arguments take the general path: they travel as view_as_real.)
+        self._flat_inputs = arity if in_spec == flat_spec and not exported.imported.complex_arguments else None
         # Outputs: one tensor, a flat tuple, or a structure pytree rebuilds.
         self._single_output = out_spec is not None and out_spec.is_leaf()
         self._flat_outputs = out_spec is not None and out_spec.type is tuple and all(
