@@ -24,7 +24,10 @@ from mlir import ir
 
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
+from braze.frontend.complex import ComplexValue, is_complex_meta
 from braze.frontend.types import tensor_type
+
+_NO_COMPLEX = "complex tensors cannot cross a control-flow region's boundary yet (docs/control-flow.md)"
 
 
 def switch(index, branches: Sequence[Callable], *operands):
@@ -69,6 +72,8 @@ def _subgraph(value, what: str, node: fx.Node) -> fx.GraphModule:
 def _region_types(values: list, what: str, node: fx.Node, tensors_only: bool = False) -> list[ir.Type]:
     types = []
     for number, value in enumerate(values):
+        if isinstance(value, ComplexValue):
+            raise BrazeError(f"{node.target}: {what} #{number} is a complex tensor; {_NO_COMPLEX}")
         ok = isinstance(value, ir.Value) and (
             isinstance(value.type, ir.RankedTensorType) or (not tensors_only and isinstance(value.type, ir.IndexType)))
         if not ok:
@@ -82,6 +87,8 @@ def _result_types(node: fx.Node) -> list[ir.Type]:
     metas = node.meta["val"]
     metas = list(metas) if isinstance(metas, (list, tuple)) else [metas]
     for number, meta in enumerate(metas):
+        if is_complex_meta(meta):
+            raise BrazeError(f"{node.target}: result #{number} is a complex tensor; {_NO_COMPLEX}")
         if not isinstance(meta, torch.Tensor):
             raise BrazeError(f"{node.target}: result #{number} is a {type(meta).__name__}; braze captures "
                              f"tensor results of control flow")

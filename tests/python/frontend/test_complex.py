@@ -111,3 +111,11 @@ def test_torch_compile_unsupported_complex_is_eager_with_one_warning():
         _close(compiled(x), f(x))
         _close(compiled(x), f(x))
     assert sum("braze" in str(w.message) for w in record) == 1
+
+
+def test_complex_across_control_flow_is_refused():
+    def f(x, p):
+        return torch.cond(p.sum() > 0, lambda x: x * 2, lambda x: x * 1j, (x,))
+
+    with pytest.raises(braze.BrazeError, match="complex tensor; complex tensors cannot cross a control-flow"):
+        braze.export(f, (_randn(3), torch.ones(2)))
