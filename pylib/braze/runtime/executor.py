@@ -474,6 +474,7 @@ class Program:
         if as_numpy:
             outputs = [o.cpu().numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
         return outputs
+
     def run(self, arguments) -> list:
         """The steps on checked arguments; outputs that may alias an input
         or another output are copies."""
