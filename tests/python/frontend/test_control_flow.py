@@ -135,6 +135,32 @@ def test_torch_compile_runs_control_flow():
     x, y = torch.randn(3, 4), torch.randn(4)
     for n in (0, 3):
         _close(loop(x, y, torch.tensor(n)), Loop()(x, y, torch.tensor(n)))
+    switch = torch.compile(Switch(), backend="braze", fullgraph=True)
+    x = torch.randn(3, 5)
+    for index in (0, 1, 2, 3, 4):
+        _close(switch(torch.tensor(index), x), Switch()(torch.tensor(index), x))
+
+
+class Nested(torch.nn.Module):
+    """A cond inside a while loop's body: regions inside regions."""
+
+    def forward(self, x, n):
+        def condition(i, acc):
+            return i < n
+
+        def body(i, acc):
+            step = torch.cond(i % 2 == 0, lambda a: a * 2.0, lambda a: a - 1.0, (acc,))
+            return i + 1, step
+
+        return torch.while_loop(condition, body, (torch.zeros((), dtype=torch.int64), x))[1]
+
+
+def test_cond_inside_while_loop():
+    x = torch.randn(6)
+    compiled = braze.compile(Nested(), (x, torch.tensor(3)))
+    assert str(compiled.module).count("braze.switch") == 1
+    for n in (0, 1, 4):
+        _close(compiled(x, torch.tensor(n)), Nested()(x, torch.tensor(n)))
 
 
 def test_torch_compile_failure_is_eager_with_one_warning(monkeypatch):
