@@ -179,3 +179,11 @@ def test_torch_compile_failure_is_eager_with_one_warning(monkeypatch):
             _close(compiled(x, g), model(x, g))
             _close(compiled(x, -g), model(x, -g))
     assert sum("braze" in str(w.message) for w in record) == 1
+
+
+def test_predicate_on_a_dynamic_size_is_refused_by_name():
+    def f(x):
+        return torch.cond(x.shape[0] > 4, lambda x: x + 1, lambda x: x - 1, (x,))
+
+    with pytest.raises(braze.BrazeError, match="unsupported op operator.gt"):
+        braze.export(f, (torch.randn(6),), dynamic_shapes=({0: torch.export.Dim("n", min=2, max=16)},))
