@@ -19,12 +19,13 @@ from dataclasses import dataclass
 import torch
 import torch.fx as fx
 from mlir import ir
+from mlir.dialects import arith, tensor as tensor_d
 
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.builder import Builder, shape_of
 from braze.frontend.lowerings import LOWERINGS, target_name
-from braze.frontend.types import element_type, tensor_type
+from braze.frontend.types import tensor_type
 
 aten = torch.ops.aten
 
@@ -65,7 +66,7 @@ class _RealNode:
 
 
 def _parts(b: Builder, value, part: int) -> ir.Value:
-    """Stacking helper: part 0 (real) or 1 (imag) of the view_as_real form."""
+    """Part 0 (real) or 1 (imaginary) of a view_as_real-form tensor."""
     return LOWERINGS[aten.select.int](b, value, -1, part)
 
 
@@ -82,16 +83,14 @@ def join(value: ComplexValue) -> ir.Value:
     column = ir.RankedTensorType.get(list(t.shape) + [1], t.element_type)
     halves = []
     for part in (value.real, value.imag):
-        sizes = [None if d is None else d for d in shape_of(part)]
-        dynamic = [tensor_dim(part, i) for i, d in enumerate(sizes) if d is None]
+        # A reshape infers one dynamic dim; with more it takes their sizes.
+        dynamic = [_dim(part, i) for i, size in enumerate(shape_of(part)) if size is None]
         halves.append(bz.ReshapeOp(column, part, dynamic if len(dynamic) > 1 else []).result)
     joined = ir.RankedTensorType.get(list(t.shape) + [2], t.element_type)
     return bz.ConcatOp(halves, len(t.shape), results=[joined]).result
 
 
-def tensor_dim(value: ir.Value, d: int) -> ir.Value:
-    from mlir.dialects import arith, tensor as tensor_d
-
+def _dim(value: ir.Value, d: int) -> ir.Value:
     return tensor_d.DimOp(value, arith.ConstantOp(ir.IndexType.get(), d).result).result
 
 
