@@ -564,8 +564,9 @@ def Braze_GroupOp : Braze_Op<"group", [IsolatedFromAbove,
   let hasVerifier = 1;
 }
 
-def Braze_YieldOp : Braze_Op<"yield", [Pure, Terminator, HasParent<"GroupOp">]> {
-  let summary = "the results of a fusion group";
+def Braze_YieldOp : Braze_Op<"yield", [Pure, Terminator,
+    ParentOneOf<["GroupOp", "SwitchOp", "WhileOp"]>]> {
+  let summary = "the results of a fusion group or of a control-flow region";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
   let builders = [OpBuilder<(ins), [{ /* nothing */ }]>];
@@ -681,5 +682,6 @@ def Braze_StoreOp : Braze_Op<"store", [HasParent<"KernelOp">]> {
 }
 
 include "BrazeHostOps.td"
+include "BrazeControlFlowOps.td"
 
 #endif // BRAZE_OPS

@@ -343,7 +343,16 @@ struct BrazeFusePointwisePass
   //    and drop the copied constants and recomputed producers left unused.
   void runOnOperation() override {
     OpBuilder builder(&getContext());
-    for (Block &block : getOperation().getBody()) {
+    // The function's blocks and those of its control-flow regions: each
+    // region is isolated from above, so groups form inside one and never
+    // across its boundary.
+    SmallVector<Block *> blocks;
+    getOperation()->walk([&](Block *block) {
+      if (isa<func::FuncOp, SwitchOp, WhileOp>(block->getParentOp()))
+        blocks.push_back(block);
+    });
+    for (Block *region : blocks) {
+      Block &block = *region;
       Grouping grouping(block, remarks);
       grouping.build();
       SmallVector<GroupPlan> plans;

@@ -6,11 +6,11 @@ from braze.logs import _from_environment, set_logs
 from braze.passes import register_pass, run_pipeline
 
 __all__ = ["BrazeError", "ExportedProgram", "Module", "ShapeVar", "compile", "compile_mlir", "dynamic_spec", "export",
-           "parse", "profile", "register_pass", "run_pipeline", "set_logs", "targets"]
+           "parse", "profile", "register_pass", "run_pipeline", "set_logs", "switch", "targets"]
 
 _from_environment()
 
-_TORCH_API = {"export", "ExportedProgram", "ShapeVar", "dynamic_spec"}
+_TORCH_API = {"export", "ExportedProgram", "ShapeVar", "dynamic_spec", "switch"}
 _COMPILER_API = {"compile", "compile_mlir"}
 
 

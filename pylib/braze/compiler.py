@@ -49,6 +49,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     `target`. The caller's module is not modified."""
     from mlir import ir
 
+    from braze.codegen import function_operations
     from braze.hostops.signature import functions, select_entry
     from braze.runtime.executor import Program
 
@@ -74,7 +75,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         run_pipeline(module, chosen.pipeline(options), dump_dir=dump_dir, record=record)
         module_op = module.mlir_module.operation
         func = select_entry(functions(module_op), entry)
-        operations = list(func.regions[0].blocks[0].operations)
+        operations = function_operations(func)
         kernels = [op for op in operations if op.operation.name == "braze.kernel"]
         bar.stage("codegen")
         unit = chosen.emit(operations, options)
@@ -146,7 +147,8 @@ class CompiledModel:
         # needs no pytree work per call.
         arity = len(compiled.program.argument_types)
         flat_spec = pytree.tree_flatten(((0,) * arity, {}))[1]
-        self._flat_inputs = arity if in_spec == flat_spec else None
+        # (Complex arguments take the general path: they travel as view_as_real.)
+        self._flat_inputs = arity if in_spec == flat_spec and not exported.imported.complex_arguments else None
         # Outputs: one tensor, a flat tuple, or a structure pytree rebuilds.
         self._single_output = out_spec is not None and out_spec.is_leaf()
         self._flat_outputs = out_spec is not None and out_spec.type is tuple and all(

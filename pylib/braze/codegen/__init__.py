@@ -42,6 +42,25 @@ def renderer_class(target: str):
     return getattr(importlib.import_module(module), name)
 
 
+def function_operations(func) -> list:
+    """The ops of `func` in program order, the ops of each braze.switch and
+    braze.while region right after the op (in region order): the order the
+    executor builds steps in, so the n-th kernel here is the n-th it meets.
+    A region's ops never join a run of kernels outside it (the op itself
+    stands between them)."""
+    operations = []
+
+    def visit(block):
+        for op in block.operations:
+            operations.append(op)
+            if op.operation.name in ("braze.switch", "braze.while"):
+                for region in op.operation.regions:
+                    visit(region.blocks[0])
+
+    visit(func.regions[0].blocks[0])
+    return operations
+
+
 def emit_kernels(operations: list, target: str, threads: int | None = None) -> Emitted:
     """The source of the braze.kernel ops among `operations` (one function's
     ops in order) for `target`; `threads` per block on GPUs."""
@@ -84,5 +103,5 @@ def emit(module, target: str, threads: int | None = None) -> dict[str, Emitted]:
     for func in copy.mlir_module.body.operations:
         if func.operation.name == "func.func":
             name = func.attributes["sym_name"].value
-            emitted[name] = emit_kernels(list(func.regions[0].blocks[0].operations), target, threads)
+            emitted[name] = emit_kernels(function_operations(func), target, threads)
     return emitted

@@ -19,12 +19,13 @@ import torch.utils._pytree as pytree
 from torch.export.graph_signature import InputKind, OutputKind
 
 from braze.errors import BrazeError
+from braze.frontend.control_flow import switch
 from braze.frontend.decompositions import decompose_for_export
 from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_graph
 from braze.frontend.spec import DynamicSpec, ShapeVar, dynamic_spec, spec_of
 from braze.ir import Module
 
-__all__ = ["DynamicSpec", "ExportedProgram", "ShapeVar", "UnsupportedOpError", "dynamic_spec", "export"]
+__all__ = ["DynamicSpec", "ExportedProgram", "ShapeVar", "UnsupportedOpError", "dynamic_spec", "export", "switch"]
 
 _WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
 
@@ -118,5 +119,10 @@ def export(model, args, kwargs=None, dynamic_shapes=None, dynamic_spec: DynamicS
     if dynamic_spec is not None:
         dynamic_spec.annotate(imported.module, imported.none_inputs, marked)
     weights = {**program.state_dict, **program.constants}
-    values = {name: weights[name].detach() for name in imported.parameter_names}
+    # A complex weight is held in its view_as_real form, as the IR reads it.
+    values = {name: _as_real(weights[name].detach()) for name in imported.parameter_names}
     return ExportedProgram(imported, values, program.call_spec.in_spec, program.call_spec.out_spec)
+
+
+def _as_real(value: torch.Tensor) -> torch.Tensor:
+    return torch.view_as_real(value) if value.is_complex() else value

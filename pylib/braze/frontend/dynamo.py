@@ -65,7 +65,7 @@ class BoxedFunction:
         if self.run is not None:
             try:
                 with torch.no_grad():
-                    outputs = self.run(*inputs)
+                    outputs = self.run(*self.imported.arguments(inputs))
             except Exception as error:  # never an exception from braze: eager instead
                 _warn_eager(f"the compiled graph failed ({_cause(error)})")
                 self.run = None

@@ -20,6 +20,9 @@ from mlir.dialects import func
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.builder import Builder
+from braze.frontend.complex import ComplexValue, boundary_type, involves_complex, is_complex_meta, join, \
+    lower_complex, split
+from braze.frontend.control_flow import HIGHER_ORDER
 from braze.frontend.extern import emit_extern
 from braze.frontend.lowerings import LOWERINGS, target_name
 from braze.frontend.symbols import arg_dims_attr, free_symbols, symbols_attr
@@ -69,9 +72,22 @@ class ImportedGraph:
     externs: list[ExternCall] = field(default_factory=list)
     none_inputs: list[int] = field(default_factory=list)
     op_count: int = 0  # the graph's op nodes (assertions and getitem not counted)
+    # Function arguments and results that are complex tensors in the graph
+    # and their torch.view_as_real form in the function.
+    complex_arguments: list[int] = field(default_factory=list)
+    complex_results: list[int] = field(default_factory=list)
 
     def arguments(self, flat: list) -> list:
         """The function's arguments among the graph's flat inputs."""
+        flat = self._without_none(flat)
+        if self.complex_arguments:
+            flat = list(flat)
+            for number in self.complex_arguments:
+                if isinstance(flat[number], torch.Tensor) and flat[number].is_complex():
+                    flat[number] = torch.view_as_real(flat[number])
+        return flat
+
+    def _without_none(self, flat: list) -> list:
         if not self.none_inputs:
             return flat
         for number in self.none_inputs:
@@ -83,7 +99,9 @@ class ImportedGraph:
 
     def outputs(self, results: list) -> list:
         """The graph's flat outputs: the function's results, with its None
-        outputs put back."""
+        outputs put back and its complex outputs as complex tensors."""
+        for number in self.complex_results:
+            results[number] = torch.view_as_complex(results[number])
         for number in self.none_outputs:
             results.insert(number, None)
         return results
@@ -120,6 +138,8 @@ def _is_tensor_meta(meta) -> bool:
 
 
 def _value_type(meta) -> ir.Type:
+    if is_complex_meta(meta):
+        return boundary_type(meta)
     if _is_tensor_meta(meta):
         return tensor_type(meta)
     if isinstance(meta, (int, torch.SymInt)):
@@ -171,10 +191,14 @@ def import_graph(
         with ir.InsertionPoint(block):
             importer = _NodeImporter(graph_module, parameters)
             importer.values.update(zip(args, block.arguments))
+            for node, argument in zip(args, block.arguments):
+                if is_complex_meta(node.meta["val"]):
+                    importer.values[node] = split(node, argument)
             importer.values.update((inputs[number], None) for number in none_inputs)
             for node in graph.nodes:
                 importer.import_node(node)
-            func.ReturnOp([importer.values[r] for r in results])
+            values = [importer.values[r] for r in results]
+            func.ReturnOp([join(v) if isinstance(v, ComplexValue) else v for v in values])
         try:
             module.operation.verify()
         except ir.MLIRError as error:
@@ -182,7 +206,9 @@ def import_graph(
     op_count = sum(1 for n in graph.nodes if n.op == "call_function"
                    and n.target not in _ASSERTIONS and n.target is not operator.getitem)
     return ImportedGraph(Module(module), sorted(set(parameters.values())), none_outputs, importer.externs,
-                         none_inputs, op_count)
+                         none_inputs, op_count,
+                         [number for number, n in enumerate(args) if is_complex_meta(n.meta["val"])],
+                         [number for number, r in enumerate(results) if is_complex_meta(r.meta["val"])])
 
 
 class _NodeImporter:
@@ -207,6 +233,8 @@ class _NodeImporter:
 
     def _import_placeholder(self, node: fx.Node):
         meta = node.meta["val"]
+        if is_complex_meta(meta):  # held in its view_as_real form (braze.export)
+            return split(node, bz.ParameterOp(boundary_type(meta), self.parameters[node.name]).result)
         return bz.ParameterOp(tensor_type(meta), self.parameters[node.name]).result
 
     def _import_get_attr(self, node: fx.Node):
@@ -215,15 +243,27 @@ class _NodeImporter:
             return value  # a branch of a higher-order op, which refuses it
         if not isinstance(value, torch.Tensor):
             raise BrazeError(f"graph attribute '{node.target}' is a {type(value).__name__}, not a tensor")
+        if value.is_complex():
+            return split(node, constant_tensor(torch.view_as_real(value)))
         return constant_tensor(value)
 
     def _import_call_function(self, node: fx.Node):
         target = node.target
         if target in _ASSERTIONS:
             return None
+        if target in HIGHER_ORDER:
+            return HIGHER_ORDER[target](self, node)
         name = target_name(target)
         args = fx.node.map_aggregate(node.args, self._value)
         kwargs = fx.node.map_aggregate(node.kwargs, self._value)
+        if involves_complex(node, (args, kwargs)):
+            try:
+                return lower_complex(node, args, kwargs)
+            except BrazeError as error:
+                raise UnsupportedOpError(f"{error.message} at {describe_source(node)}", name) from None
+            except Exception as error:  # a bug in a complex lowering: say so, never crash
+                raise UnsupportedOpError(f"internal error lowering complex {name} at {describe_source(node)} "
+                                         f"(a braze bug): {type(error).__name__}: {error}", name) from error
         lowering = LOWERINGS.get(target)
         if lowering is None:
             reason = "no lowering"

@@ -70,7 +70,9 @@ def arg_dims_attr(meta) -> ir.DictAttr:
     """The argument attribute dictionary: `{braze.dims = [...]}` for tensors,
     `{braze.dims = ["s0"]}` for a size argument that carries symbol s0."""
     if isinstance(meta, torch.Tensor):
-        return ir.DictAttr.get({"braze.dims": ir.ArrayAttr.get([dim_attr(d) for d in meta.shape])})
+        # A complex tensor is passed in its view_as_real form: one more dim, of 2.
+        shape = list(meta.shape) + ([2] if meta.is_complex() else [])
+        return ir.DictAttr.get({"braze.dims": ir.ArrayAttr.get([dim_attr(d) for d in shape])})
     if isinstance(meta, torch.SymInt):
         return ir.DictAttr.get({"braze.dims": ir.ArrayAttr.get([dim_attr(meta)])})
     return ir.DictAttr.get({})

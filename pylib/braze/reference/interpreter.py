@@ -75,10 +75,11 @@ class Interpreter(HostContext):
     def run_function(self, func, arguments: list) -> list:
         return self.run_region(func, arguments, "func.return")
 
-    def run_region(self, op, arguments: list, terminator: str) -> list:
-        """Runs the single-block region of `op` (a function or a braze.group)
-        and returns the operands of its terminator."""
-        blocks = op.regions[0].blocks
+    def run_region(self, op, arguments: list, terminator: str, region: int = 0) -> list:
+        """Runs the single-block region number `region` of `op` (a function,
+        a braze.group, a branch of a braze.switch, a braze.while's condition
+        or body) and returns the operands of its terminator."""
+        blocks = op.regions[region].blocks
         if len(blocks) != 1:
             raise op_error(op, "has several blocks; the reference interpreter runs one block")
         block = blocks[0]

@@ -40,15 +40,18 @@ from braze import logs, symbolic
 from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError, format_location
 from braze.hostops import HostContext, prepare_op, run_op
+from braze.hostops.control_flow import CONTROL_FLOW_OPS
 from braze.hostops.dtypes import torch_dtype
 from braze.hostops.extern import extern_overload, prepare_extern
 from braze.hostops.products import convolution_arguments, convolution_layout
 from braze.hostops.signature import check_arguments
 from braze.runtime import trace
+from braze.runtime.control_flow import control_flow_call
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
-_FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention"}
+_FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
+          *CONTROL_FLOW_OPS}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}
 _RUNTIME_LOG = logs.logger("runtime")
@@ -288,10 +291,26 @@ class Program:
         arguments must be there; constants and parameters go there)."""
         self.name = func_op.attributes["sym_name"].value
         self.argument_types = list(func_op.type.inputs)
-        self.kernels_runtime = kernels_runtime
         self.device = torch.device(device)
-        context = HostContext(parameters, self.device)
-        block = func_op.regions[0].blocks[0]
+        self._build(func_op.regions[0].blocks[0], kernels_runtime, iter(kernels), launches,
+                    HostContext(parameters, self.device))
+        self._arguments = _ArgumentCheck(func_op, module_op, self.device)
+
+    @classmethod
+    def region(cls, block: ir.Block, kernels_runtime: StepFactory | None, kernel_specs, launches,
+               context: HostContext) -> "Program":
+        """The steps of one region of a braze.switch or braze.while (its
+        kernels' specs come next from `kernel_specs`), run with `run`."""
+        program = cls.__new__(cls)
+        program.name = "region"
+        program.device = context.device
+        program._build(block, kernels_runtime, kernel_specs, launches, context)
+        return program
+
+    def _build(self, block: ir.Block, kernels_runtime, kernel_specs, launches, context: HostContext) -> None:
+        """Slots, constants and steps of the ops of `block`, which ends with
+        func.return or braze.yield."""
+        self.kernels_runtime = kernels_runtime
         slots: dict[ir.Value, int] = {}
 
         def slot(value: ir.Value) -> int:
@@ -305,12 +324,11 @@ class Program:
         self.output_slots: list[int] = []
         fresh: set[int] = set()
         readers = Counter(v for op in block.operations for v in op.operation.operands)
-        kernel_specs = iter(kernels)
         for op in block.operations:
             name = op.operation.name
             operand_slots = [slot(v) for v in op.operation.operands]
             result_slots = [slot(v) for v in op.operation.results]
-            if name == "func.return":
+            if name in ("func.return", "braze.yield"):
                 self.output_slots = operand_slots
                 break
             if name in _CONSTANT:
@@ -326,6 +344,9 @@ class Program:
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
                 call = _ConvolutionCall(op, slots, context, template)
+            elif name in CONTROL_FLOW_OPS:
+                call = control_flow_call(op, slots, lambda region: Program.region(
+                    region, kernels_runtime, kernel_specs, launches, context))
             elif _is_fast_view(op):
                 call = _ViewCall(op, slots)
             else:
@@ -345,7 +366,8 @@ class Program:
                 fresh.update(result_slots)
             steps.append((call, operand_slots, result_slots))
         # Kernels that run per call (those on known values ran above).
-        self.kernel_count = sum(isinstance(step[0], KernelCall) for step in steps)
+        self.kernel_count = sum(isinstance(step[0], KernelCall) for step in steps) + sum(
+            getattr(step[0], "kernel_count", 0) for step in steps)
         steps = self._with_launches(steps, kernels_runtime, launches)
         self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh)
         # Per op name, the steps that call a library (GEMMs, convolutions).
@@ -356,7 +378,6 @@ class Program:
         self.copied_outputs = [i for i, s in enumerate(self.output_slots)
                                if s not in fresh or self.output_slots.index(s) != i]
         self.steps = self._with_releases(steps)
-        self._arguments = _ArgumentCheck(func_op, module_op, self.device)
 
     @staticmethod
     def _with_launches(steps, kernels_runtime, launches: dict[str, list[str]]):
@@ -450,6 +471,14 @@ class Program:
             as_numpy = any(isinstance(a, np.ndarray) for a in arguments)
             arguments = self._arguments.full(self.name, self.argument_types, arguments)
         self._arguments.bind(arguments)
+        outputs = self.run(arguments)
+        if as_numpy:
+            outputs = [o.cpu().numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
+        return outputs
+
+    def run(self, arguments) -> list:
+        """The steps on checked arguments; outputs that may alias an input
+        or another output are copies."""
         env = list(self.template)
         for slot_number, value in zip(self.argument_slots, arguments):
             env[slot_number] = value
@@ -466,10 +495,7 @@ class Program:
         for number in self.copied_outputs:
             if isinstance(outputs[number], torch.Tensor):
                 outputs[number] = outputs[number].clone()
-        if as_numpy:
-            outputs = [o.cpu().numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
         return outputs
-
 
     def _run_logged(self, env: list) -> None:
         """The steps of one call, each logged with its time (the `runtime`

@@ -9,6 +9,7 @@ from braze.ir import parse
 def kernel_form(module, pipeline: str):
     """A copy of `module` (a braze.Module, or its text) taken to the kernel
     form by `pipeline`, and the braze.kernel ops of its functions."""
+    from braze.codegen import function_operations
     from braze.passes import run_pipeline
 
     text = module if isinstance(module, str) else module.operation.get_asm(enable_debug_info=True)
@@ -18,7 +19,7 @@ def kernel_form(module, pipeline: str):
     for func in copy.mlir_module.body.operations:
         if func.operation.name != "func.func":
             continue
-        for op in func.regions[0].blocks[0].operations:
+        for op in function_operations(func):  # with the kernels inside control-flow regions
             if op.operation.name == "braze.kernel":
                 kernels.append(op)
     return copy, kernels

@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 def main(argv=None) -> int:
-    from braze.codegen import LANGUAGES, emit_kernels
+    from braze.codegen import LANGUAGES, emit_kernels, function_operations
     from braze.errors import BrazeError
     from braze.ir import parse
     from braze.passes import run_pipeline
@@ -38,7 +38,7 @@ def main(argv=None) -> int:
             if func.operation.name != "func.func":
                 continue
             name = func.attributes["sym_name"].value
-            emitted = emit_kernels(list(func.regions[0].blocks[0].operations), args.target, args.threads)
+            emitted = emit_kernels(function_operations(func), args.target, args.threads)
             outputs.append((name, emitted))
     except (BrazeError, OSError) as error:
         print(f"braze-translate: {error}", file=sys.stderr)

@@ -10,20 +10,22 @@ import torch
 import braze
 
 
-class UsesCond(torch.nn.Module):
+class UsesMap(torch.nn.Module):
     def forward(self, x):
+        from torch._higher_order_ops.map import map as higher_order_map
+
         y = x.relu()
-        return torch.cond(y.sum() > 0, lambda v: v + 1, lambda v: v - 1, (y,))  # no extern: not an aten op
+        return higher_order_map(lambda v: v * 2 + 1, y)  # no extern: not an aten op
 
 
 def test_export_names_the_op_and_the_source_line():
     with pytest.raises(braze.BrazeError) as info:
-        braze.export(UsesCond(), (torch.randn(4, 3),))
+        braze.export(UsesMap(), (torch.randn(4, 3),))
     message = str(info.value)
-    assert "unsupported op" in message and "cond" in message
+    assert "unsupported op" in message and "map_impl" in message
     assert "is not an aten overload, so it cannot run as an extern call" in message
-    assert re.search(r"unsupported op torch\.ops\.higher_order\.cond at \S+:\d+: ", message)  # where it is
-    assert info.value.op == "torch.ops.higher_order.cond"
+    assert re.search(r"unsupported op torch\.ops\.higher_order\.map_impl at \S+:\d+: ", message)  # where it is
+    assert info.value.op == "torch.ops.higher_order.map_impl"
 
 
 def test_an_op_without_a_lowering_runs_as_an_extern_call():

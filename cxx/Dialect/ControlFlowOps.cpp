@@ -1,0 +1,81 @@
+//===- ControlFlowOps.cpp - verifiers of braze.switch and braze.while -----===//
+
+#include "Dialect/BrazeOps.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace braze;
+
+/// A value of type `given` may stand where `expected` is declared: the same
+/// type, or a tensor of the same element type and rank whose dims agree
+/// wherever both are static (a region may know a dim the op leaves `?`).
+static bool isCompatible(Type expected, Type given) {
+  if (expected == given)
+    return true;
+  auto want = dyn_cast<RankedTensorType>(expected);
+  auto have = dyn_cast<RankedTensorType>(given);
+  return want && have && want.getElementType() == have.getElementType() &&
+         succeeded(verifyCompatibleShape(want, have));
+}
+
+/// Checks that `region`'s block takes exactly `types` and that its yield's
+/// values are compatible with `yielded`; `what` names the region.
+static LogicalResult verifyRegion(Operation *op, Region &region,
+                                  TypeRange types, TypeRange yielded,
+                                  const Twine &what) {
+  Block &block = region.front();
+  if (block.getArgumentTypes() != types)
+    return op->emitOpError() << what << " takes " << block.getArgumentTypes()
+                             << " but must take " << types;
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op->emitOpError() << what << " must end with braze.yield";
+  TypeRange values = yield.getValues().getTypes();
+  if (values.size() != yielded.size())
+    return op->emitOpError()
+           << what << " yields " << values.size() << " value(s) but "
+           << yielded.size() << " are expected";
+  for (auto [number, pair] : llvm::enumerate(llvm::zip_equal(yielded, values))) {
+    auto [expected, given] = pair;
+    if (!isCompatible(expected, given))
+      return op->emitOpError()
+             << what << " yields " << given << " as value #" << number
+             << " where " << expected << " is expected";
+  }
+  return success();
+}
+
+LogicalResult SwitchOp::verify() {
+  if (getBranches().empty())
+    return emitOpError("needs at least one branch");
+  for (auto [number, branch] : llvm::enumerate(getBranches()))
+    if (failed(verifyRegion(*this, branch, getInputs().getTypes(),
+                            getResultTypes(),
+                            "branch #" + Twine(number))))
+      return failure();
+  return success();
+}
+
+LogicalResult WhileOp::verify() {
+  if (getInits().size() != getNumResults())
+    return emitOpError("carries ")
+           << getInits().size() << " value(s) but has " << getNumResults()
+           << " result(s)";
+  for (auto [number, pair] :
+       llvm::enumerate(llvm::zip_equal(getInits(), getResultTypes()))) {
+    auto [init, result] = pair;
+    if (!isCompatible(result, init.getType()))
+      return emitOpError("carried value #")
+             << number << " starts as " << init.getType()
+             << " but the result is " << result;
+  }
+  SmallVector<Type> arguments(getResultTypes());
+  llvm::append_range(arguments, getExtras().getTypes());
+  auto predicate = RankedTensorType::get({}, IntegerType::get(getContext(), 1));
+  if (failed(verifyRegion(*this, getCondition(), arguments, {predicate},
+                          "the condition")))
+    return failure();
+  return verifyRegion(*this, getBody(), arguments, getResultTypes(),
+                      "the body");
+}
