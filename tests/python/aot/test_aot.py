@@ -222,6 +222,33 @@ def test_refuses_weights_that_do_not_match_the_parameters(static_package, tmp_pa
         aot.load(static_package, weights=truncated)
 
 
+class _ConvCumsum(nn.Module):
+    """A channels-last convolution (its weight converted per call when
+    loaded) and cumsum, which braze runs as an extern aten call."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x)).cumsum(dim=-1)
+
+
+def test_convolutions_and_extern_calls_load_and_follow_swapped_weights(tmp_path):
+    torch.manual_seed(0)
+    model, other = _ConvCumsum().eval(), _ConvCumsum().eval()
+    x = torch.randn(2, 3, 8, 8)
+    package = aot.package(model, (x,), tmp_path / "conv")
+    steps = json.loads((package / "program.json").read_text())["program"]["steps"]
+    assert "braze.extern" in json.dumps(steps) and "braze.convolution" in json.dumps(steps)
+    store = aot.WeightStore(model.state_dict())
+    loaded = aot.load(package, weights=store)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))
+        store.swap(other.state_dict())
+        torch.testing.assert_close(loaded(x), other(x))
+
+
 def test_other_weights_give_that_checkpoints_numbers(static_package):
     other = _model(seed=1)
     loaded = aot.load(static_package, weights=aot.WeightStore(other.state_dict()))
