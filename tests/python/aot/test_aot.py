@@ -363,3 +363,13 @@ def test_swap_refuses_other_shapes_or_names():
         store.swap(dict(state, **{"fc1.bias": torch.zeros(3)}))
     with pytest.raises(BrazeError, match="the store has no weight.s. extra"):
         store.swap(dict(state, extra=torch.zeros(1)))
+
+
+def test_the_example_of_docs_aot_md_runs(tmp_path, monkeypatch):
+    import re
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "aot.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/aot.md", "exec"), {"__name__": "aot_doc"})
+    assert (tmp_path / "mlp.braze" / "manifest.json").exists()
