@@ -119,29 +119,30 @@ _NO_COMPILER = textwrap.dedent("""
     import torch
     from braze import aot
 
-    loaded = aot.load(sys.argv[1])
-    x = torch.load(sys.argv[2])
-    torch.save(loaded(x), sys.argv[3])
+    for package, x, y in zip(*[iter(sys.argv[1:])] * 3):
+        torch.save(aot.load(package)(torch.load(x)), y)
     imported = sorted(m for m in sys.modules if any(m == c or m.startswith(c + ".") for c in {compiler!r}))
     assert not imported, imported
     print("ok")
 """)
 
 
-@pytest.mark.parametrize("which", ["static", "dynamic"])
-def test_loads_and_runs_without_mlir_or_the_compiler(which, static_package, dynamic_package, tmp_path):
-    package = static_package if which == "static" else dynamic_package
-    x = torch.randn(8 if which == "static" else 3, 32)
-    torch.save(x, tmp_path / "x.pt")
+def test_loads_and_runs_without_mlir_or_the_compiler(static_package, dynamic_package, tmp_path):
+    inputs = {"static": torch.randn(8, 32), "dynamic": torch.randn(3, 32)}
+    arguments = []
+    for name, package in (("static", static_package), ("dynamic", dynamic_package)):
+        torch.save(inputs[name], tmp_path / f"{name}-x.pt")
+        arguments += [str(package), str(tmp_path / f"{name}-x.pt"), str(tmp_path / f"{name}-y.pt")]
     script = tmp_path / "run.py"
     script.write_text(_NO_COMPILER.format(compiler=_COMPILER))
     # No C++ compiler either: the package carries its binary.
     env = dict(os.environ, CXX="/nonexistent/c++", PATH="/nonexistent")
-    run = subprocess.run([sys.executable, str(script), str(package), str(tmp_path / "x.pt"), str(tmp_path / "y.pt")],
-                         capture_output=True, text=True, env=env, timeout=300)
+    run = subprocess.run([sys.executable, str(script), *arguments], capture_output=True, text=True, env=env,
+                         timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "ok"
-    torch.testing.assert_close(torch.load(tmp_path / "y.pt"), _model()(x))
+    for name, x in inputs.items():
+        torch.testing.assert_close(torch.load(tmp_path / f"{name}-y.pt"), _model()(x))
 
 
 def test_the_blocker_does_block(tmp_path):
