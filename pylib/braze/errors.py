@@ -72,7 +72,10 @@ class BrazeError(_ErrorBase):
         self.diagnostics = tuple(
             d if isinstance(d, Diagnostic) else Diagnostic.from_mlir(d) for d in diagnostics
         )
-        super().__init__(*((message, list(self.diagnostics)) if _ErrorBase is not Exception else (message,)))
+        if _ErrorBase is Exception:
+            super().__init__(message)
+        else:
+            super().__init__(message, list(self.diagnostics))
         self.message = message
 
     def __str__(self) -> str:

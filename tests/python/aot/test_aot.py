@@ -121,6 +121,14 @@ _NO_COMPILER = textwrap.dedent("""
 
     for package, x, y in zip(*[iter(sys.argv[1:])] * 3):
         torch.save(aot.load(package)(torch.load(x)), y)
+    from braze.errors import BrazeError  # a plain exception here: there is no MLIR
+
+    try:
+        aot.load(sys.argv[1])(torch.zeros(2, 32))
+    except BrazeError as error:
+        assert "argument #0 dim 0 is 2 but the function expects 8" in str(error), error
+    else:
+        raise AssertionError("a wrong argument was accepted")
     imported = sorted(m for m in sys.modules if any(m == c or m.startswith(c + ".") for c in {compiler!r}))
     assert not imported, imported
     print("ok")
