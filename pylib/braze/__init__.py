@@ -1,9 +1,16 @@
 """braze: an MLIR-based compiler and runtime for PyTorch models."""
 
 from braze.errors import BrazeError
-from braze.ir import Module, parse
 from braze.logs import _from_environment, set_logs
-from braze.passes import register_pass, run_pipeline
+
+try:
+    from braze.ir import Module, parse
+    from braze.passes import register_pass, run_pipeline
+except ModuleNotFoundError as error:
+    # A process that only loads AOT packages (braze.aot) may have no MLIR;
+    # then these names fail when used (see __getattr__), not on import.
+    if error.name != "mlir" and not str(error.name).startswith("mlir."):
+        raise
 
 __all__ = ["BrazeError", "ExportedProgram", "Module", "ShapeVar", "compile", "compile_mlir", "dynamic_spec", "export",
            "parse", "profile", "register_pass", "run_pipeline", "set_logs", "switch", "targets"]
@@ -12,11 +19,16 @@ _from_environment()
 
 _TORCH_API = {"export", "ExportedProgram", "ShapeVar", "dynamic_spec", "switch"}
 _COMPILER_API = {"compile", "compile_mlir"}
+_IR_API = {"Module": "braze.ir", "parse": "braze.ir", "register_pass": "braze.passes", "run_pipeline": "braze.passes"}
 
 
 def __getattr__(name):
     # The PyTorch frontend and the runtime load torch; keep `import braze`
     # light without it.
+    if name in _IR_API:  # only reached without MLIR: the import fails with its reason
+        import importlib
+
+        return getattr(importlib.import_module(_IR_API[name]), name)
     if name in _TORCH_API:
         from braze import frontend
 

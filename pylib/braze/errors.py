@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from mlir import ir
+try:
+    from mlir.ir import MLIRError as _ErrorBase
+except ImportError:
+    # A process that only runs AOT packages (braze.aot) has no MLIR; its
+    # errors carry no MLIR diagnostics.
+    _ErrorBase = Exception
+
+if TYPE_CHECKING:
+    from mlir import ir
 
 _FILE_LINE_COL = re.compile(r'^loc\("(?P<file>(?:[^"\\]|\\.)*)":(?P<line>\d+):(?P<col>\d+)')
 
@@ -52,7 +61,7 @@ class Diagnostic:
         return "\n".join(lines)
 
 
-class BrazeError(ir.MLIRError):
+class BrazeError(_ErrorBase):
     """Raised for invalid IR, a failed pass or pipeline, or bad user input.
 
     `str()` gives the message followed by every diagnostic with its location;
@@ -63,7 +72,10 @@ class BrazeError(ir.MLIRError):
         self.diagnostics = tuple(
             d if isinstance(d, Diagnostic) else Diagnostic.from_mlir(d) for d in diagnostics
         )
-        super().__init__(message, list(self.diagnostics))
+        if _ErrorBase is Exception:
+            super().__init__(message)
+        else:
+            super().__init__(message, list(self.diagnostics))
         self.message = message
 
     def __str__(self) -> str:

@@ -42,10 +42,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-
-from mlir import ir
+from typing import TYPE_CHECKING
 
 from braze.errors import BrazeError
+
+if TYPE_CHECKING:
+    from mlir import ir
 
 DIMS_ATTRIBUTE = "braze.dims"
 SYMBOLS_ATTRIBUTE = "braze.symbols"
@@ -322,6 +324,8 @@ def bind_symbols(
 
 def dim_specs_from_attribute(attribute: ir.Attribute) -> list[DimSpec]:
     """A `braze.dims` ArrayAttr as a list of static sizes and expressions."""
+    from mlir import ir  # only reading the attributes needs MLIR; binding does not
+
     if not isinstance(attribute, ir.ArrayAttr):
         raise BrazeError(f"{DIMS_ATTRIBUTE} must be an array, got {attribute}")
     specs: list[DimSpec] = []
@@ -337,6 +341,8 @@ def dim_specs_from_attribute(attribute: ir.Attribute) -> list[DimSpec]:
 
 def symbol_ranges_from_attribute(attribute: ir.Attribute) -> dict[str, SymbolRange]:
     """A `braze.symbols` DictionaryAttr as {name: SymbolRange}."""
+    from mlir import ir
+
     if not isinstance(attribute, ir.DictAttr):
         raise BrazeError(f"{SYMBOLS_ATTRIBUTE} must be a dictionary, got {attribute}")
     ranges = {}

@@ -15,6 +15,6 @@ from __future__ import annotations
 
 # Importing the handler modules fills the table.
 from braze.hostops import constants, extern, index, layout, products  # noqa: F401
-from braze.hostops.table import HOST_OPS, HostContext, op_error, prepare_op, run_op
+from braze.hostops.table import HOST_OPS, HostContext, op_error, prepare_op, prepare_record, run_op
 
-__all__ = ["HOST_OPS", "HostContext", "op_error", "prepare_op", "run_op"]
+__all__ = ["HOST_OPS", "HostContext", "op_error", "prepare_op", "prepare_record", "run_op"]

@@ -1,5 +1,9 @@
 """Constants and parameters: `braze.constant`, `braze.parameter`,
-`arith.constant`, and reading a DenseElementsAttr into a tensor."""
+`arith.constant`, and reading a DenseElementsAttr into a tensor.
+
+Programs evaluate these ops once, when they are built (an AOT package keeps
+their values), so only the compiler reads their attributes: MLIR is
+imported where they are read, and the other host ops load without it."""
 
 from __future__ import annotations
 
@@ -7,7 +11,6 @@ import re
 
 import numpy as np
 import torch
-from mlir import ir
 
 from braze.hostops.dtypes import torch_dtype, type_mismatch
 from braze.hostops.table import handles, op_error
@@ -16,8 +19,10 @@ from braze.hostops.table import handles, op_error
 _DENSE_BODY = re.compile(r'^dense<(?P<body>.*)>\s*:\s*tensor<.*>$', re.S)
 
 
-def _scalar_value(attribute: ir.Attribute):
+def _scalar_value(attribute):
     """A FloatAttr, IntegerAttr or BoolAttr as a Python number or bool."""
+    from mlir import ir
+
     if isinstance(attribute, ir.BoolAttr):
         return attribute.value
     if isinstance(attribute, ir.FloatAttr):
@@ -27,7 +32,7 @@ def _scalar_value(attribute: ir.Attribute):
     raise ValueError(f"unsupported scalar attribute {attribute}")
 
 
-def _bf16_from_printed(attribute: ir.DenseElementsAttr, shape: list[int]) -> torch.Tensor:
+def _bf16_from_printed(attribute, shape: list[int]) -> torch.Tensor:
     """bf16 elements, which the bindings cannot hand out, read from the text.
 
     MLIR prints every element so that it parses back exactly: decimal for
@@ -55,8 +60,10 @@ def _bf16_from_printed(attribute: ir.DenseElementsAttr, shape: list[int]) -> tor
     return torch.tensor(signed, dtype=torch.int16).view(torch.bfloat16).reshape(shape)
 
 
-def tensor_from_elements(attribute: ir.Attribute) -> torch.Tensor:
+def tensor_from_elements(attribute) -> torch.Tensor:
     """A DenseElementsAttr as a fresh tensor of its type's dtype and shape."""
+    from mlir import ir
+
     if not isinstance(attribute, ir.DenseElementsAttr):
         raise ValueError(f"only dense elements attributes are supported, got {type(attribute).__name__}")
     tensor_type = ir.RankedTensorType(attribute.type)
@@ -81,6 +88,8 @@ def constant(op, operands, context):
 
 @handles("arith.constant")
 def arith_constant(op, operands, context):
+    from mlir import ir
+
     attribute = op.attributes["value"]
     result_type = op.operation.results[0].type
     try:

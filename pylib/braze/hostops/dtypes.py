@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import torch
-from mlir import ir
 
 from braze.errors import BrazeError
+from braze.hostops.record import DYNAMIC_SIZE
 
 TORCH_DTYPES: dict[str, torch.dtype] = {
     "f16": torch.float16,
@@ -22,8 +22,9 @@ TORCH_DTYPES: dict[str, torch.dtype] = {
 _MLIR_NAMES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
 
 
-def torch_dtype(element_type: ir.Type) -> torch.dtype:
-    """The torch dtype of an MLIR element type; BrazeError for others."""
+def torch_dtype(element_type) -> torch.dtype:
+    """The torch dtype of an MLIR element type (or its name, as records
+    hold it); BrazeError for others."""
     name = str(element_type)
     if name not in TORCH_DTYPES:
         raise BrazeError(f"braze has no torch dtype for element type {name}")
@@ -40,17 +41,20 @@ def result_dtype(op) -> torch.dtype:
     return torch_dtype(op.operation.results[0].type.element_type)
 
 
-def is_dynamic(size: int) -> bool:
-    return size == ir.ShapedType.get_dynamic_size()
+def is_dynamic(size: int | None) -> bool:
+    """Whether a dim is dynamic: MLIR's marker, or None in a record."""
+    return size is None or size == DYNAMIC_SIZE
 
 
-def type_mismatch(value, type_: ir.Type) -> str | None:
+def type_mismatch(value, type_) -> str | None:
     """Why `value` does not fit `type_`, or None when it does.
 
     Tensors must have the element dtype, the rank and every static dim of a
     ranked tensor type; `index` and integer scalars are Python ints (bool is
     accepted for i1), float scalars Python floats.
     """
+    from mlir import ir  # the MLIR types of the compiler's and interpreter's checks
+
     if isinstance(type_, ir.RankedTensorType):
         if not isinstance(value, torch.Tensor):
             return f"is a {type(value).__name__}, not a tensor of type {type_}"

@@ -1,7 +1,7 @@
 """`braze.extern`: the aten call its attributes describe, through torch.
 
-`prepare_extern(op)` decodes the attributes once and returns a function of
-the operands' runtime values; the handler below (which the reference
+`prepare_extern(record)` decodes the op's attributes (from its `OpRecord`)
+once and returns a function of the operands' runtime values; the handler below (which the reference
 interpreter runs) and the runtime's prepared extern step both use it, so an
 extern op has one meaning everywhere.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from mlir import ir
 
 from braze.hostops.dtypes import torch_dtype
+from braze.hostops.record import IndexValue, TypeValue
 from braze.hostops.table import op_error, prepares
 
 _OBJECTS = {
@@ -30,28 +30,19 @@ class _Operand:
         self.number = number
 
 
-def _decode(attribute: ir.Attribute):
-    """An argument attribute as a Python value (operands as `_Operand`)."""
-    if isinstance(attribute, ir.BoolAttr):
-        return attribute.value
-    if isinstance(attribute, ir.IntegerAttr):
-        if isinstance(attribute.type, ir.IndexType):
-            return _Operand(attribute.value)
-        return attribute.value
-    if isinstance(attribute, ir.FloatAttr):
-        return attribute.value
-    if isinstance(attribute, ir.StringAttr):
-        return attribute.value
-    if isinstance(attribute, ir.UnitAttr):
-        return None
-    if isinstance(attribute, ir.TypeAttr):
-        return torch_dtype(attribute.value)
-    if isinstance(attribute, ir.ArrayAttr):
-        return [_decode(element) for element in attribute]
-    if isinstance(attribute, ir.DictAttr):
-        named = attribute[0]
-        return _OBJECTS[named.name](ir.StringAttr(named.attr).value)
-    raise TypeError(f"cannot decode extern argument {attribute}")
+def _decode(value):
+    """An argument attribute's record value as a Python value (operands as
+    `_Operand`, dictionaries as the torch object they name)."""
+    if isinstance(value, IndexValue):
+        return _Operand(value.value)
+    if isinstance(value, TypeValue):
+        return torch_dtype(value.name)
+    if isinstance(value, list):
+        return [_decode(element) for element in value]
+    if isinstance(value, dict):
+        ((kind, name),) = value.items()
+        return _OBJECTS[kind](name)
+    return value  # None (a unit attribute), bool, int, float or str
 
 
 def _has_operands(value) -> bool:
@@ -73,8 +64,8 @@ def _filler(value) -> Callable[[list], Any]:
 
 
 def extern_overload(op) -> torch._ops.OpOverload:
-    """The aten overload a `braze.extern` op names."""
-    target = ir.StringAttr(op.attributes["target"]).value
+    """The aten overload a `braze.extern` op (its record) names."""
+    target = op.attributes["target"]
     namespace, name, overload = target.split(".")
     try:
         return getattr(getattr(getattr(torch.ops, namespace), name), overload)
@@ -86,11 +77,9 @@ def prepare_extern(op) -> Callable[[list], list]:
     """The call `op` describes, as a function from operand values to the
     list of its results."""
     overload = extern_overload(op)
-    arguments = _filler([_decode(a) for a in ir.ArrayAttr(op.attributes["arguments"])])
-    keywords = {}
-    if "keywords" in op.attributes:
-        keywords = {named.name: _filler(_decode(named.attr)) for named in ir.DictAttr(op.attributes["keywords"])}
-    result_count = len(op.operation.results)
+    arguments = _filler([_decode(a) for a in op.attributes["arguments"]])
+    keywords = {name: _filler(_decode(value)) for name, value in op.attributes.get("keywords", {}).items()}
+    result_count = len(op.result_types)
 
     def call(operands: list) -> list:
         output = overload(*arguments(operands), **{k: fill(operands) for k, fill in keywords.items()})

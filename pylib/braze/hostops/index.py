@@ -3,14 +3,7 @@
 
 from __future__ import annotations
 
-from mlir import ir
-
-from braze.hostops.table import handles, op_error, prepares
-
-
-def _bit_width(type_: ir.Type) -> int:
-    # `index` is 64 bits wide on every target braze compiles for.
-    return type_.width if isinstance(type_, ir.IntegerType) else 64
+from braze.hostops.table import op_error, prepares
 
 
 def _wrap(value: int, bits: int) -> int:
@@ -51,9 +44,9 @@ _DIVISIONS = {"arith.floordivsi", "arith.divsi", "arith.ceildivsi", "arith.remsi
 
 @prepares(*_INTEGER_BINARY)
 def integer_binary(op):
-    compute = _INTEGER_BINARY[op.operation.name]
-    divides = op.operation.name in _DIVISIONS
-    bits = _bit_width(op.operation.results[0].type)
+    compute = _INTEGER_BINARY[op.name]
+    divides = op.name in _DIVISIONS
+    bits = op.result_types[0].bit_width
 
     def run(operands, context):
         lhs, rhs = (int(v) for v in operands)
@@ -66,14 +59,17 @@ def integer_binary(op):
 
 @prepares("arith.index_cast")
 def index_cast(op):
-    bits = _bit_width(op.operation.results[0].type)
+    bits = op.result_types[0].bit_width
     # Narrowing truncates; widening sign-extends, which a Python int already is.
     return lambda operands, context: [_wrap(int(operands[0]), bits)]
 
 
-@handles("tensor.dim")
-def tensor_dim(op, operands, context):
-    tensor, dim = operands
-    if not 0 <= dim < tensor.dim():
-        raise op_error(op, f"dim {dim} is out of range for a tensor of rank {tensor.dim()}")
-    return [int(tensor.shape[dim])]
+@prepares("tensor.dim")
+def tensor_dim(op):
+    def run(operands, context):
+        tensor, dim = operands
+        if not 0 <= dim < tensor.dim():
+            raise op_error(op, f"dim {dim} is out of range for a tensor of rank {tensor.dim()}")
+        return [int(tensor.shape[dim])]
+
+    return run

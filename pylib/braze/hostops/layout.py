@@ -2,20 +2,20 @@
 
 Dynamic result dims take their sizes from `index` operands (Python ints here)
 in the order the op's description gives. Each handler reads the op's
-attributes and result type once (`prepares`).
+record (attributes and types, `record.OpRecord`) once (`prepares`).
 """
 
 from __future__ import annotations
 
 import torch
 
-from braze.hostops.dtypes import is_dynamic, result_dtype
+from braze.hostops.dtypes import is_dynamic, torch_dtype
 from braze.hostops.table import op_error, prepares
 
 
-def _result_shape(op) -> list[int]:
-    """The first result's dims, dynamic ones as MLIR's dynamic-size marker."""
-    return list(op.operation.results[0].type.shape)
+def _result_shape(op) -> list[int | None]:
+    """The first result's dims, dynamic ones as None."""
+    return list(op.result_types[0].shape)
 
 
 def _take_sizes(op, sizes: list[int], needed: int) -> list[int]:
@@ -35,7 +35,7 @@ def reshape(op):
     for size in result_shape:
         static_count *= 1 if is_dynamic(size) else size
     # A single dynamic dim without a size operand follows from the element count.
-    inferred = len(dynamic) == 1 and len(op.operation.operands) == 1
+    inferred = len(dynamic) == 1 and len(op.operand_types) == 1
     if inferred:
         result_shape[dynamic[0]] = -1
 
@@ -59,7 +59,7 @@ def reshape(op):
 
 @prepares("braze.permute")
 def permute(op):
-    permutation = list(op.permutation)
+    permutation = list(op.attributes["permutation"])
 
     def run(operands, context):
         (input_,) = operands
@@ -70,7 +70,7 @@ def permute(op):
 
 @prepares("braze.expand")
 def expand(op):
-    input_shape = list(op.operation.operands[0].type.shape)
+    input_shape = list(op.operand_types[0].shape)
     result_shape = _result_shape(op)
     offset = len(result_shape) - len(input_shape)  # input dims align with the last result dims
 
@@ -103,8 +103,8 @@ _DYNAMIC = -(2**63)  # ShapedType::kDynamic in a static bounds array
 
 @prepares("braze.slice")
 def slice_(op):
-    dim = op.dim.value
-    bounds = list(op.static_bounds)
+    dim = op.attributes["dim"]
+    bounds = list(op.attributes["static_bounds"])
     symbolic_end = bounds[1] == _DYNAMIC
     leading = (slice(None),) * dim
     if _DYNAMIC not in bounds:
@@ -131,13 +131,13 @@ def slice_(op):
 
 @prepares("braze.concat")
 def concat(op):
-    dim = op.dim.value
+    dim = op.attributes["dim"]
     return lambda operands, context: [torch.cat(operands, dim=dim)]
 
 
 @prepares("braze.take")
 def take(op):
-    dim = op.dim.value
+    dim = op.attributes["dim"]
 
     def run(operands, context):
         table, indices = operands
@@ -158,10 +158,11 @@ def take(op):
 def iota(op):
     # Which of size, start and step are operands (in that order); the others
     # are the result's static length and the op's attributes.
-    length = None if op.size is not None else _result_shape(op)[0]
-    start = None if op.dynamic_start is not None else op.start.value
-    step = None if op.dynamic_step is not None else op.step.value
-    dtype = result_dtype(op)
+    has_size, has_start, has_step = op.attributes["operandSegmentSizes"]
+    length = None if has_size else _result_shape(op)[0]
+    start = None if has_start else op.attributes.get("start", 0.0)
+    step = None if has_step else op.attributes.get("step", 1.0)
+    dtype = torch_dtype(op.result_types[0].element_type)
 
     def run(operands, context):
         pending = iter(operands)

@@ -5,26 +5,23 @@ device (a BLAS and oneDNN on the CPU, cuBLAS and cuDNN on CUDA)."""
 from __future__ import annotations
 
 import torch
-from mlir import ir
 
-from braze.hostops.table import handles, op_error, prepares
-
-
-@handles("braze.matmul")
-def matmul(op, operands, context):
-    lhs, rhs = operands
-    return [torch.mm(lhs, rhs)]
+from braze.hostops.table import op_error, prepares
 
 
-@handles("braze.bmm")
-def bmm(op, operands, context):
-    lhs, rhs = operands
-    return [torch.bmm(lhs, rhs)]
+@prepares("braze.matmul")
+def matmul(op):
+    return lambda operands, context: [torch.mm(*operands)]
+
+
+@prepares("braze.bmm")
+def bmm(op):
+    return lambda operands, context: [torch.bmm(*operands)]
 
 
 @prepares("braze.addmm")
 def addmm(op):
-    beta, alpha = op.beta.value, op.alpha.value
+    beta, alpha = op.attributes["beta"], op.attributes["alpha"]
 
     def run(operands, context):
         bias, lhs, rhs = operands
@@ -43,24 +40,25 @@ def addmm(op):
 
 def convolution_arguments(op) -> tuple:
     """aten.convolution's arguments after input, weight and bias, from a
-    `braze.convolution` op's attributes."""
-    transposed = "transposed" in op.attributes
-    spatial = ir.RankedTensorType(op.operation.operands[0].type).rank - 2
-    output_padding = list(op.output_padding) if transposed else [0] * spatial
-    return (list(op.stride), list(op.padding), list(op.dilation), transposed, output_padding, op.groups.value)
+    `braze.convolution` op's record."""
+    attributes = op.attributes
+    transposed = "transposed" in attributes
+    spatial = op.operand_types[0].rank - 2
+    output_padding = list(attributes["output_padding"]) if transposed else [0] * spatial
+    return (list(attributes["stride"]), list(attributes["padding"]), list(attributes["dilation"]), transposed,
+            output_padding, attributes["groups"])
 
 
 def convolution_layout(op) -> torch.memory_format:
-    """The channels-last memory format of a convolution's rank."""
-    rank = ir.RankedTensorType(op.operation.operands[0].type).rank
-    return torch.channels_last if rank == 4 else torch.channels_last_3d
+    """The channels-last memory format of a convolution's rank (from its record)."""
+    return torch.channels_last if op.operand_types[0].rank == 4 else torch.channels_last_3d
 
 
 @prepares("braze.attention")
 def attention(op):
     """PyTorch's scaled_dot_product_attention (its fused CPU kernel)."""
     attributes = op.attributes
-    options = {"scale": ir.FloatAttr(attributes["scale"]).value if "scale" in attributes else None,
+    options = {"scale": attributes.get("scale"),
                "is_causal": "causal" in attributes, "enable_gqa": "gqa" in attributes}
 
     def run(operands, context):

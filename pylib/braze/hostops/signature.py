@@ -1,13 +1,20 @@
 """A module's functions and the entry checks of one: choosing the entry
-function, and checking the arguments a caller passes against its types."""
+function, and checking the arguments a caller passes against its types
+(records, `record.TensorType` and `record.ScalarType`: the checks need no
+MLIR)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
-from mlir import ir
 
 from braze.errors import BrazeError
-from braze.hostops.dtypes import is_dynamic, mlir_name, torch_dtype, type_mismatch
+from braze.hostops.dtypes import mlir_name, torch_dtype
+from braze.hostops.record import ScalarType, TensorType
+
+if TYPE_CHECKING:
+    from mlir import ir
 
 
 def functions(module_op: ir.Operation) -> dict[str, ir.OpView]:
@@ -45,15 +52,16 @@ def select_entry(functions: dict[str, ir.OpView], entry: str | None) -> ir.OpVie
     return functions[public[0]]
 
 
-def check_arguments(func_name: str, types: list[ir.Type], arguments: list) -> None:
-    """Count, kind, rank, element type and static dims of each argument."""
+def check_arguments(func_name: str, types: list[TensorType | ScalarType], arguments: list) -> None:
+    """Count, kind, rank, element type and static dims of each argument
+    (`types`: the function's argument types as records)."""
     if len(arguments) != len(types):
         raise BrazeError(
             f"@{func_name} takes {len(types)} argument(s) but {len(arguments)} were given"
         )
     for number, (value, type_) in enumerate(zip(arguments, types)):
         where = f"argument #{number}"
-        if isinstance(type_, ir.RankedTensorType):
+        if isinstance(type_, TensorType):
             if not isinstance(value, torch.Tensor):
                 raise BrazeError(f"{where} must be a tensor of type {type_}, got {type(value).__name__}")
             if value.dim() != type_.rank:
@@ -67,12 +75,18 @@ def check_arguments(func_name: str, types: list[ir.Type], arguments: list) -> No
                     f"function expects {type_.element_type} ({expected_dtype})"
                 )
             for dim, (actual, expected) in enumerate(zip(value.shape, type_.shape)):
-                if not is_dynamic(expected) and actual != expected:
+                if expected is not None and actual != expected:
                     raise BrazeError(f"{where} dim {dim} is {actual} but the function expects {expected}")
-        elif isinstance(type_, ir.IndexType):
+        elif type_.name == "index":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise BrazeError(f"{where} must be an int (index), got {type(value).__name__}")
+        elif type_.name.startswith("i"):
+            if isinstance(value, bool) and type_.name != "i1":
+                raise BrazeError(f"{where} is a bool, not an {type_}")
+            if not isinstance(value, int):
+                raise BrazeError(f"{where} is a {type(value).__name__}, not an {type_}")
+        elif type_.name.startswith(("f", "bf")):
+            if not isinstance(value, float):
+                raise BrazeError(f"{where} is a {type(value).__name__}, not a {type_}")
         else:
-            problem = type_mismatch(value, type_)
-            if problem is not None:
-                raise BrazeError(f"{where} {problem}")
+            raise BrazeError(f"{where} has type {type_}, which braze does not support as a value")

@@ -7,11 +7,13 @@ device its operands live; what it creates (constants, parameters, iotas)
 goes to the context's device.
 
 A handler registered with `prepares` is written in two stages: it reads the
-op's attributes and types once and returns a function of the operands and
-context alone. `prepare_op` gives that function, which the runtime keeps
-for each step of a program, so that a call runs only the torch work;
-calling the handler itself (as the reference interpreter does) prepares and
-runs in one go.
+op's `OpRecord` (its attributes and types as plain data, see `record`) once
+and returns a function of the operands and context alone. `prepare_record`
+gives that function, which the runtime keeps for each step of a program, so
+that a call runs only the torch work; calling the handler itself (as the
+reference interpreter does) prepares and runs in one go. Records need no
+MLIR, so neither do the prepared handlers: an AOT package (braze.aot) keeps
+the records of its steps and prepares them again when it is loaded.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ import functools
 from typing import Any, Callable
 
 import torch
-from mlir import ir
 
 from braze.dispatch import DispatchTable
 from braze.errors import BrazeError, format_location
 from braze.hostops.dtypes import type_mismatch
+from braze.hostops.record import OpRecord, op_record
 
-Handler = Callable[[ir.OpView, list[Any], "HostContext"], list[Any]]
+Handler = Callable[[Any, list[Any], "HostContext"], list[Any]]
 Prepared = Callable[[list[Any], "HostContext"], list[Any]]
 
 HOST_OPS = DispatchTable("host-op handlers")
@@ -46,19 +48,26 @@ class HostContext:
         self.device = torch.device(device)
 
 
-def prepares(*names: str) -> Callable[[Callable[[ir.OpView], Prepared]], Handler]:
-    """Decorator: registers `prepare(op) -> run(operands, context)` as the
-    handler of every op in `names` (see the module's description)."""
+def prepares(*names: str) -> Callable[[Callable[[OpRecord], Prepared]], Handler]:
+    """Decorator: registers `prepare(record) -> run(operands, context)` as
+    the handler of every op in `names` (see the module's description)."""
 
-    def decorate(prepare: Callable[[ir.OpView], Prepared]) -> Handler:
+    def decorate(prepare: Callable[[OpRecord], Prepared]) -> Handler:
         @functools.wraps(prepare)
         def handler(op, operands, context):
-            return prepare(op)(operands, context)
+            return prepare(op_record(op))(operands, context)
 
         handler.prepare = prepare
         return handles(*names)(handler)
 
     return decorate
+
+
+def prepare_record(record: OpRecord) -> Prepared | None:
+    """The prepared handler of the op `record` describes: a function of its
+    operands and a `HostContext`; None when it is not a prepared host op."""
+    prepare = getattr(HOST_OPS.get(record.name), "prepare", None)
+    return prepare(record) if prepare is not None else None
 
 
 def prepare_op(op) -> Prepared | None:
@@ -69,11 +78,14 @@ def prepare_op(op) -> Prepared | None:
     if handler is None:
         return None
     prepare = getattr(handler, "prepare", None)
-    return prepare(op) if prepare is not None else functools.partial(handler, op)
+    return prepare(op_record(op)) if prepare is not None else functools.partial(handler, op)
 
 
-def op_error(op: ir.OpView | ir.Operation, message: str) -> BrazeError:
-    """A BrazeError naming the op and where it is in the source."""
+def op_error(op, message: str) -> BrazeError:
+    """A BrazeError naming the op (an MLIR op or an `OpRecord`) and where it
+    is in the source."""
+    if isinstance(op, OpRecord):
+        return BrazeError(f"'{op.name}' at {op.location}: {message}")
     operation = op.operation
     return BrazeError(f"'{operation.name}' at {format_location(operation.location)}: {message}")
 

@@ -54,18 +54,19 @@ def _channels_last_wins(op, margin: float, repeats: int) -> bool | None:
 
     from braze.hostops.dtypes import torch_dtype
     from braze.hostops.products import convolution_arguments, convolution_layout
+    from braze.hostops.record import op_record
 
     operands = list(op.operation.operands)
     shapes = [_static_shape(v) for v in operands]
     if any(shape is None for shape in shapes) or len(shapes[0]) not in (4, 5):
         return None
     dtype = torch_dtype(ir.RankedTensorType(operands[0].type).element_type)
-    arguments = convolution_arguments(op)
+    arguments = convolution_arguments(op_record(op))
     key = (tuple(map(tuple, shapes)), dtype, str(arguments), _is_weight(operands[1]))
     if key not in _chosen:
         x, w, *bias = [torch.randn(shape, dtype=dtype) for shape in shapes]
         bias = bias[0] if bias else None
-        layout = convolution_layout(op)
+        layout = convolution_layout(op_record(op))
         w_last = w.contiguous(memory_format=layout)
         constant_weight = _is_weight(operands[1])
 

@@ -14,6 +14,7 @@ from mlir import ir
 from braze import symbolic
 from braze.errors import BrazeError
 from braze.hostops import HostContext, op_error, run_op
+from braze.hostops.record import type_record
 from braze.hostops.signature import check_arguments, functions, has_body, select_entry
 from braze.reference.registry import HANDLERS
 
@@ -54,7 +55,7 @@ class Interpreter(HostContext):
             raise BrazeError(f"@{func.attributes['sym_name'].value} is a declaration without a body")
         arguments = [_as_input(value) for value in inputs]
         name = func.attributes["sym_name"].value
-        check_arguments(name, list(func.type.inputs), arguments)
+        check_arguments(name, [type_record(t) for t in func.type.inputs], arguments)
         shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in arguments]
         symbolic.bind_function_symbols(func.operation, self.module_op, shapes)
         results = self.run_function(func, arguments)
@@ -67,7 +68,7 @@ class Interpreter(HostContext):
             raise op_error(caller, f"calls @{callee}, which has no body in this module")
         func = self.functions[callee]
         try:
-            check_arguments(callee, list(func.type.inputs), arguments)
+            check_arguments(callee, [type_record(t) for t in func.type.inputs], arguments)
         except BrazeError as error:
             raise op_error(caller, error.message) from None
         return self.run_function(func, arguments)

@@ -7,11 +7,15 @@ import array
 import ctypes
 import math
 
+from typing import TYPE_CHECKING
+
 import torch
 
-from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError
 from braze.runtime.executor import KernelCall, StepFactory
+
+if TYPE_CHECKING:
+    from braze.codegen.analysis import KernelSpec
 
 
 class _NativeKernelCall(KernelCall):
@@ -80,14 +84,15 @@ class CpuKernels(StepFactory):
     def __init__(self, library):
         self.library = library
 
-    def _function(self, name: str):
+    def function(self, name: str):
+        """The library's kernel or launch function `name`, ready to call."""
         function = getattr(self.library, name)
         function.restype = ctypes.c_int
         function.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
         return function
 
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
-        return _NativeKernelCall(self._function(spec.name), spec, op, slots)
+        return _NativeKernelCall(self.function(spec.name), spec, op, slots)
 
     def launch_call(self, name: str, calls: list[KernelCall]):
-        return _LaunchCall(self._function(name), calls)
+        return _LaunchCall(self.function(name), calls)

@@ -20,6 +20,10 @@ symbols), then the steps run in order:
 
 Slots are released after their last use, so memory follows the program's
 live values, not its length.
+
+MLIR is read only while a program is built: host steps keep their op's
+`OpRecord`, and calling a built program needs no compiler, so an AOT
+package (braze.aot) can write a program's steps and load them again.
 """
 
 from __future__ import annotations
@@ -30,23 +34,27 @@ import time
 import operator
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
-from mlir import ir
 
 from braze import logs, symbolic
-from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError, format_location
-from braze.hostops import HostContext, prepare_op, run_op
+from braze.hostops import HostContext, prepare_op, prepare_record, run_op
 from braze.hostops.control_flow import CONTROL_FLOW_OPS
 from braze.hostops.dtypes import torch_dtype
 from braze.hostops.extern import extern_overload, prepare_extern
 from braze.hostops.products import convolution_arguments, convolution_layout
+from braze.hostops.record import DYNAMIC_SIZE, TensorType, op_record, type_record
 from braze.hostops.signature import check_arguments
 from braze.runtime import trace
 from braze.runtime.control_flow import control_flow_call
+
+if TYPE_CHECKING:
+    from mlir import ir
+
+    from braze.codegen.analysis import KernelSpec
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
@@ -84,7 +92,7 @@ class KernelCall:
         self.dynamic = [slots[v] for v in operands[len(spec.input_types):]]
         self.outputs = [slots[v] for v in op.operation.results]
         self.domain = spec.static_domain
-        dynamic = ir.ShapedType.get_dynamic_size()
+        dynamic = DYNAMIC_SIZE
         # Types guarantee the static pairs; only a dynamic side can differ.
         self.checks = [(number, dim, domain_dim) for number, dim, domain_dim in spec.input_checks
                        if spec.input_types[number].shape[dim] == dynamic
@@ -175,7 +183,8 @@ class _HostCall:
 
     def __init__(self, op, slots: dict, context: HostContext):
         self.name = op.operation.name
-        self.run = prepare_op(op)
+        self.record = op_record(op)
+        self.run = prepare_record(self.record) or prepare_op(op)
         if self.run is None:
             raise BrazeError(f"braze's runtime cannot run '{self.name}' "
                              f"(at {format_location(op.operation.location)}): it is not a host op "
@@ -222,8 +231,8 @@ class _ConvolutionCall(_HostCall):
 
     def __init__(self, op, slots: dict, context: HostContext, template: dict):
         super().__init__(op, slots, context)
-        self.arguments = convolution_arguments(op)
-        self.layout = convolution_layout(op) if "memory_format" in op.attributes else None
+        self.arguments = convolution_arguments(self.record)
+        self.layout = convolution_layout(self.record) if "memory_format" in op.attributes else None
         self.weight = None
         weight = template.get(self.operands[1])
         if self.layout is not None and weight is not None:
@@ -244,9 +253,10 @@ class _ExternCall:
 
     def __init__(self, op, slots: dict):
         self.name = op.operation.name
-        self.target = ir.StringAttr(op.attributes["target"]).value
-        self.call = prepare_extern(op)
-        self.deterministic = torch.Tag.nondeterministic_seeded not in extern_overload(op).tags
+        self.record = op_record(op)
+        self.target = self.record.attributes["target"]
+        self.call = prepare_extern(self.record)
+        self.deterministic = torch.Tag.nondeterministic_seeded not in extern_overload(self.record).tags
         self.operands = [slots[v] for v in op.operation.operands]
         self.results = [slots[v] for v in op.operation.results]
 
@@ -290,7 +300,7 @@ class Program:
         there are none); `device`: where the program's tensors live (its
         arguments must be there; constants and parameters go there)."""
         self.name = func_op.attributes["sym_name"].value
-        self.argument_types = list(func_op.type.inputs)
+        self.argument_types = [type_record(t) for t in func_op.type.inputs]
         self.device = torch.device(device)
         self._build(func_op.regions[0].blocks[0], kernels_runtime, iter(kernels), launches,
                     HostContext(parameters, self.device))
@@ -322,6 +332,11 @@ class Program:
         template: dict[int, Any] = {}
         steps: list[tuple[Any, list[int], list[int]]] = []
         self.output_slots: list[int] = []
+        # For braze.aot: the parameters' slots (slot -> name), and the steps
+        # run once here because their inputs were known (to run again on
+        # other weights).
+        self.parameter_slots: dict[int, str] = {}
+        self.folded: list[tuple[Any, list[int]]] = []
         fresh: set[int] = set()
         readers = Counter(v for op in block.operations for v in op.operation.operands)
         for op in block.operations:
@@ -333,6 +348,8 @@ class Program:
                 break
             if name in _CONSTANT:
                 values = run_op(op, [], context)
+                if name == "braze.parameter":
+                    self.parameter_slots[result_slots[0]] = op.attributes["name"].value
                 for result, value in zip(result_slots, values):
                     if isinstance(value, torch.Tensor) and not value.is_contiguous():
                         value = value.contiguous()
@@ -358,6 +375,7 @@ class Program:
                 call(env)
                 for result in result_slots:
                     template[result] = env[result]
+                self.folded.append((call, result_slots))
                 continue
             if name in _FRESH or (name in _VIEWS and operand_slots[0] in fresh
                                   and readers[op.operation.operands[0]] == 1):
@@ -427,6 +445,8 @@ class Program:
         nothing reads afterwards: a fresh tensor (a kernel's or a GEMM's
         result), reached through views only by slots whose last reader is
         this kernel, and not returned."""
+        from mlir import ir  # the program is being built: the compiler is here
+
         root = {}
         for _, operands, results in steps:
             for result in results:
@@ -529,12 +549,11 @@ class _ArgumentCheck:
         self.device = device
         # `is_cpu` is the cheapest device test: a call checks every argument.
         self.on_host = device.type == "cpu"
-        dynamic = ir.ShapedType.get_dynamic_size()
         self.expected = []
-        for type_ in func_op.type.inputs:
-            if isinstance(type_, ir.RankedTensorType):
+        for type_ in map(type_record, func_op.type.inputs):
+            if isinstance(type_, TensorType):
                 shape = list(type_.shape)
-                static = [(dim, size) for dim, size in enumerate(shape) if size != dynamic]
+                static = [(dim, size) for dim, size in enumerate(shape) if size is not None]
                 whole = tuple(shape) if len(static) == len(shape) else None
                 self.expected.append((torch_dtype(type_.element_type), len(shape), whole, static))
             else:

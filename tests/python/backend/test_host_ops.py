@@ -55,7 +55,7 @@ def test_tensors_on_a_device_the_target_does_not_serve_are_refused():
 
 
 class _ReadingOp:
-    """An op that records every attribute read through it."""
+    """An op record that records every field read through it."""
 
     def __init__(self, op):
         self._op, self.reads = op, []
@@ -83,9 +83,11 @@ class _Rotary(torch.nn.Module):
 
 
 def test_prepared_host_ops_read_the_op_once_and_compute_what_the_handler_does():
-    """The runtime keeps `prepare(op)` per step: running it must read
-    nothing of the op (the MLIR bindings are slow) and give what the handler
-    itself gives, which is how the reference interpreter runs it."""
+    """The runtime keeps `prepare(record)` per step: running it must read
+    nothing of the op's record (all is read once, when prepared) and give
+    what the handler itself gives, which is how the reference interpreter
+    runs it."""
+    from braze.hostops.record import op_record
     from braze.reference.interpreter import Interpreter, module_operation
     from braze.reference.registry import HANDLERS
 
@@ -96,7 +98,7 @@ def test_prepared_host_ops_read_the_op_once_and_compute_what_the_handler_does():
             expected = super().run_op(op, operands)
             prepare = getattr(HANDLERS[op.operation.name], "prepare", None)
             if prepare is not None:
-                reading = _ReadingOp(op)
+                reading = _ReadingOp(op_record(op))
                 run = prepare(reading)
                 reading.reads.clear()
                 actual = run(operands, self)
