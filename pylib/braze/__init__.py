@@ -6,12 +6,14 @@ from braze.logs import _from_environment, set_logs
 from braze.passes import register_pass, run_pipeline
 
 __all__ = ["BrazeError", "ExportedProgram", "Module", "ShapeVar", "compile", "compile_mlir", "dynamic_spec", "export",
-           "parse", "register_pass", "run_pipeline", "set_logs", "targets"]
+           "parse", "register_communicator", "register_pass", "run_pipeline", "set_logs", "targets",
+           "unregister_communicator"]
 
 _from_environment()
 
 _TORCH_API = {"export", "ExportedProgram", "ShapeVar", "dynamic_spec"}
 _COMPILER_API = {"compile", "compile_mlir"}
+_DISTRIBUTED_API = {"register_communicator", "unregister_communicator"}
 
 
 def __getattr__(name):
@@ -25,6 +27,10 @@ def __getattr__(name):
         from braze import compiler
 
         return getattr(compiler, name)
+    if name in _DISTRIBUTED_API:
+        from braze.runtime import collectives
+
+        return getattr(collectives, name)
     if name == "targets":
         from braze.target import targets
 

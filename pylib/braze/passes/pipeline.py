@@ -279,12 +279,18 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None) -> None:
 
 
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
-                         collapse_dims: bool = True) -> str:
+                         collapse_dims: bool = True, overlap: bool = True) -> str:
     """The passes that take captured IR to the kernel form (every target
-    starts with them; a target may append its own)."""
-    # With the fusion log topic on, the fusion pass explains its decisions.
+    starts with them; a target may append its own). The collective order is
+    recorded first and checked after the passes that may move collectives."""
+    # With the fusion log topic on, the fusion and overlap passes explain
+    # their decisions.
     remarks = " remarks=true" if logs.enabled("fusion") else ""
     fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{remarks}}}," if fuse else ""
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""
-    return f"braze-simplify,func.func({fusion}braze-lower-kernels{layout}{collapse}),cse"
+    verify = "braze-verify-collective-order"
+    moves = f",braze-overlap{{{remarks.strip()}}},{verify}" if overlap and remarks else (
+        f",braze-overlap,{verify}" if overlap else "")
+    return (f"func.func({verify}),braze-simplify,"
+            f"func.func({fusion}braze-lower-kernels{layout}{collapse}),cse,func.func({verify}{moves})")

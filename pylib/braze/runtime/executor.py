@@ -44,6 +44,7 @@ from braze.hostops.dtypes import torch_dtype
 from braze.hostops.extern import extern_overload, prepare_extern
 from braze.hostops.products import convolution_arguments, convolution_layout
 from braze.hostops.signature import check_arguments
+from braze.runtime import collectives
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
@@ -305,6 +306,7 @@ class Program:
         fresh: set[int] = set()
         readers = Counter(v for op in block.operations for v in op.operation.operands)
         kernel_specs = iter(kernels)
+        plan, starts = collectives.CollectivePlan(), {}
         for op in block.operations:
             name = op.operation.name
             operand_slots = [slot(v) for v in op.operation.operands]
@@ -321,6 +323,9 @@ class Program:
                 continue
             if name == "braze.kernel":
                 call = kernels_runtime.kernel_call(next(kernel_specs), op, slots)
+            elif name in collectives.OPS:
+                # Issued without blocking; a wait also holds its start's input.
+                call, operand_slots = collectives.collective_step(op, slots, plan, starts)
             elif name == "braze.extern":
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
