@@ -54,6 +54,23 @@ std::string braze::describeCollective(Operation *op) {
 // Start ops
 //===----------------------------------------------------------------------===//
 
+/// A group's waits follow its starts' order: any wait of the group between
+/// `start` and its `wait` must complete an earlier start.
+static LogicalResult verifyWaitOrder(Operation *start, Operation *wait) {
+  StringRef group = collectiveGroup(start);
+  for (Operation *op = start->getNextNode(); op && op != wait;
+       op = op->getNextNode()) {
+    Operation *other = startOfWait(op);
+    if (other && collectiveGroup(other) == group &&
+        start->isBeforeInBlock(other))
+      return start->emitOpError("is waited for after ")
+             << describeCollective(op)
+             << ", which completes a later collective of the same group; a "
+                "group's waits must follow the order of its starts";
+  }
+  return success();
+}
+
 /// What every start op checks: the group, the reduction, the work's use and
 /// that its result is a tensor of the input's element type. Returns the
 /// result type, or null after an error.
@@ -86,6 +103,8 @@ static RankedTensorType verifyStart(Operation *op, ArrayRef<int64_t> ranks,
   }
   if (!work.hasOneUse() && !work.use_empty())
     return op->emitOpError("its work is waited for more than once"), nullptr;
+  if (!work.use_empty() && failed(verifyWaitOrder(op, *work.user_begin())))
+    return nullptr;
   auto input = cast<RankedTensorType>(op->getOperand(0).getType());
   auto result = dyn_cast<RankedTensorType>(
       cast<WorkType>(work.getType()).getResultType());
@@ -225,23 +244,10 @@ LogicalResult AllToAllStartOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult WaitOp::verify() {
+  // Where the wait is and in which order is its start's to check (a
+  // frontend may build the wait apart before it joins the start's block).
   Operation *start = getWork().getDefiningOp();
   if (!start || !isCollectiveStart(start))
     return emitOpError("waits for a value that no collective start made");
-  if (start->getBlock() != (*this)->getBlock())
-    return emitOpError("is in another block than its start");
-  // The group's waits follow its starts' order: any wait of the group
-  // between this start and this wait must complete an earlier start.
-  StringRef group = collectiveGroup(start);
-  for (Operation *op = start->getNextNode(); op && op != getOperation();
-       op = op->getNextNode()) {
-    Operation *other = startOfWait(op);
-    if (other && collectiveGroup(other) == group && start->isBeforeInBlock(other))
-      return emitOpError("waits for ")
-             << describeCollective(start) << " after "
-             << describeCollective(op)
-             << ", which completes a later collective of the same group; "
-                "a group's waits must follow the order of its starts";
-  }
   return success();
 }
