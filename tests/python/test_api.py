@@ -9,8 +9,8 @@ import braze
 
 def test_public_names():
     assert set(braze.__all__) == {"BrazeError", "ExportedProgram", "Module", "ShapeVar", "compile", "compile_mlir",
-                                  "dynamic_spec", "export", "parse", "register_pass", "run_pipeline", "set_logs",
-                                  "targets"}
+                                  "dynamic_spec", "export", "parse", "register_communicator", "register_pass",
+                                  "run_pipeline", "set_logs", "targets", "unregister_communicator"}
     for name in braze.__all__:
         assert getattr(braze, name) is not None
 

@@ -292,5 +292,5 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     verify = "braze-verify-collective-order"
     moves = f",braze-overlap{{{remarks.strip()}}},{verify}" if overlap and remarks else (
         f",braze-overlap,{verify}" if overlap else "")
-    return (f"func.func({verify}),braze-simplify,"
-            f"func.func({fusion}braze-lower-kernels{layout}{collapse}),cse,func.func({verify}{moves})")
+    return (f"braze-simplify,func.func({verify},{fusion}braze-lower-kernels{layout}{collapse}),cse,"
+            f"func.func({verify}{moves})")
