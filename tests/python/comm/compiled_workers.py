@@ -61,9 +61,11 @@ def moe_dispatch_combine(x, out_splits, in_splits, pg):
     return back, gathered
 
 
-def numbers(comm, rank, world, port):
-    """Returns, per program, the largest difference between braze and eager
-    (and for the TP MLP, against the unsharded model)."""
+def numbers_then_kill(comm, rank, world, port, victim):
+    """Returns every rank's numbers (per program, the largest difference
+    between braze and eager, and for the TP MLP against the unsharded model),
+    then kills `victim` in the middle of a compiled step and returns what
+    the others saw."""
     import braze
 
     pg = _setup(comm, rank, world, port)
@@ -107,21 +109,17 @@ def numbers(comm, rank, world, port):
     want = moe_dispatch_combine(tokens, out_splits, in_splits, pg)
     results["a2a_vs_eager"] = max((a - b).abs().max().item() for a, b in zip(got, want))
     results["a2a_round_trip"] = (got[0] - (tokens * 2 + 1)).abs().max().item()
-    dist.destroy_process_group()
-    return results
+    everyone = [None] * world
+    dist.all_gather_object(everyone, results)
+    dist.destroy_process_group()  # Gloo's teardown must not wait for a dead peer
+    return {"numbers": everyone, "killed": killed_mid_step(comm, rank, step, (xs, ts, w1, w2), victim)}
 
 
-def killed_mid_step(comm, rank, world, port, victim):
+def killed_mid_step(comm, rank, step, arguments, victim):
     """The victim dies inside its second collective of a compiled step; the
     others must get a CollectiveError (not hang, not fall back to eager)."""
     from braze.errors import CollectiveError
 
-    pg = _setup(comm, rank, world, port)
-    torch.manual_seed(0)
-    w1, w2 = torch.randn(D, H), torch.randn(H, D)
-    xs, ts = torch.randn(ROWS, D), torch.randn(ROWS, D)
-    step = torch.compile(lambda a, b, c, d: dp_step(a, b, c, d, pg, world), backend="braze")
-    step(xs, ts, w1, w2)  # compiled, and one good step
     if rank == victim:
         first = []
 
@@ -132,7 +130,7 @@ def killed_mid_step(comm, rank, world, port, victim):
         comm.register_pre_hook(die_on_second)
     started = time.monotonic()
     try:
-        step(xs, ts, w1, w2)
+        step(*arguments)
     except CollectiveError as error:
         return {"error": type(error).__name__, "cause": type(error.__cause__).__name__,
                 "seconds": time.monotonic() - started, "message": str(error)}
