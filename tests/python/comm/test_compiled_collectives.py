@@ -4,7 +4,10 @@ rank killed in the middle of a compiled step."""
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -20,12 +23,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_compiled_collectives_match_eager_gloo_and_survive_a_killed_rank():
+def test_compiled_collectives_match_eager_gloo_and_survive_a_killed_rank(tmp_path):
     """One group of 2 ranks (spawning and compiling once keeps this fast):
-    numbers against eager Gloo, then rank 1 killed mid-step."""
+    numbers against eager Gloo, then rank 1 killed mid-step; braze-fr names
+    it from the survivor's flight recorder, as for eager collectives."""
     timeout = 5.0
     results = run_group(compiled_workers.numbers_then_kill, 2, "shm", args=(_free_port(), 1),
-                        comm_timeout=timeout, expect_dead=(1,), deadline=120)
+                        comm_timeout=timeout, expect_dead=(1,), deadline=120,
+                        options={"dump_dir": str(tmp_path)})
     for rank, r in enumerate(results[0]["numbers"]):
         assert r["tp_vs_eager"] == 0.0, (rank, r)  # two partial sums: one order
         assert r["tp_vs_unsharded"] < 1e-4, (rank, r)
@@ -36,3 +41,7 @@ def test_compiled_collectives_match_eager_gloo_and_survive_a_killed_rank():
     assert survivor["error"] == "CollectiveError", survivor
     assert survivor["cause"] in ("CommRankFailed", "CommAborted", "CommTimeout"), survivor
     assert survivor["seconds"] < timeout, survivor
+    out = subprocess.run([sys.executable, "-m", "braze.tools.fr", "--json", str(tmp_path)],
+                         capture_output=True, text=True, timeout=60)
+    report = json.loads(out.stdout)
+    assert out.returncode == 1 and report["culprits"] == [1], report
