@@ -22,6 +22,11 @@ def Braze_Dialect : Dialect {
   }];
   let cppNamespace = "::braze";
   let hasConstantMaterializer = 1;
+  let useDefaultTypePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Adds the dialect's types (defined beside the ops that use them).
+    void registerTypes();
+  }];
 }
 
 class Braze_Op<string mnemonic, list<Trait> traits = []>

@@ -683,5 +683,6 @@ def Braze_StoreOp : Braze_Op<"store", [HasParent<"KernelOp">]> {
 
 include "BrazeHostOps.td"
 include "BrazeControlFlowOps.td"
+include "BrazeCollectiveOps.td"
 
 #endif // BRAZE_OPS

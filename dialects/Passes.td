@@ -351,4 +351,102 @@ def BrazeGpuSchedule : Pass<"braze-gpu-schedule", "::mlir::func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def BrazeVerifyCollectiveOrder
+    : Pass<"braze-verify-collective-order", "::mlir::func::FuncOp"> {
+  let summary = "Prove every rank issues the same collectives in the same order";
+  let description = [{
+    A collective pairs up across ranks by its position in its group's
+    sequence: if two ranks issue a group's collectives in different orders,
+    or one rank skips one, they exchange the wrong buffers or hang. This
+    pass rejects what could make the sequence differ between ranks:
+
+    - a collective under control flow (an op with regions) whose operands
+      depend on rank-dependent values: function arguments, parameters
+      (shards differ per rank), results of `reduce_scatter` and
+      `all_to_all`, and anything computed from them. Constants and the
+      results of `all_reduce`, `all_gather` and `broadcast` are the same on
+      every rank of their group;
+    - a start that is never waited for (the rank would leave it in flight);
+    - an order changed by a pass: the first run records each start's
+      position in its group's sequence (`braze.collective_order`); every
+      later run checks that the starts of each group still come in that
+      order, and that no start appeared without one. Run it after every
+      pass that moves collectives.
+
+    Each error names both collectives and the reason:
+    ```mlir
+    %a = braze.all_gather_start %x group "0" ranks [0, 1] {braze.collective_order = 1 : i64} ...
+    %b = braze.all_reduce_start %y "sum" group "0" ranks [0, 1] {braze.collective_order = 0 : i64} ...
+    ```
+    `error: 'braze.all_gather_start' of group "0" ... (#1 of its group) is
+    issued before 'braze.all_reduce_start' ... (#0): the group's order
+    changed since it was recorded`.
+
+    Per-rank decisions that do not show in the IR (a pass choosing by a
+    measurement taken on one rank) are caught at run time: the first call of
+    a compiled program compares a fingerprint of each group's collective
+    sequence across the group (docs/distributed.md).
+  }];
+  let dependentDialects = ["::braze::BrazeDialect"];
+  let statistics = [
+    Statistic<"numRecorded", "recorded", "Collectives given their position">,
+    Statistic<"numChecked", "checked", "Collectives checked against it">,
+  ];
+}
+
+def BrazeOverlap : Pass<"braze-overlap", "::mlir::func::FuncOp"> {
+  let summary = "Start collectives early and wait late, over independent compute";
+  let description = [{
+    Moves each collective start as early as its operands allow and each
+    `braze.wait` as late as its users allow, one op at a time, so the
+    compute in between runs while the collective is in flight. A move
+    stops at:
+
+    - the producer of the start's input, or the first user of the wait's
+      result (a data dependency);
+    - another start or wait of the same group (the group's order is what
+      every rank agrees on; collectives of other groups may be crossed);
+    - an op with effects that is not a collective (`braze.extern` may do
+      anything, even a collective of its own);
+    - with `keep-peak` (the default), a step that would raise the block's
+      peak of live bytes: that step is undone. The model: each value is
+      live from its definition to its last use, a start's input until its
+      wait (the communicator reads it while the collective is in flight),
+      the work's buffer from the start; dynamic dims count as 1.
+
+    ```mlir
+    %w = braze.all_reduce_start %x "sum" group "0" ranks [0, 1] : ...
+    %r = braze.wait %w : !braze.work<tensor<64xf32>>
+    %m = braze.matmul %a, %b : ...
+    ```
+    becomes
+    ```mlir
+    %w = braze.all_reduce_start %x "sum" group "0" ranks [0, 1] : ...
+    %m = braze.matmul %a, %b : ...
+    %r = braze.wait %w : !braze.work<tensor<64xf32>>
+    ```
+
+    With `remarks=true` each start and wait gets a remark saying how many
+    ops it moved past, the bytes of compute it now overlaps, and what
+    stopped it; braze routes them to the `fusion` log topic.
+  }];
+  let dependentDialects = ["::braze::BrazeDialect"];
+  let options = [
+    Option<"keepPeak", "keep-peak", "bool", "true",
+           "Undo a step that raises the peak of live bytes">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each collective: how far it moved and why it stopped">,
+  ];
+  let statistics = [
+    Statistic<"numStartsMoved", "starts-moved", "Starts moved earlier">,
+    Statistic<"numWaitsMoved", "waits-moved", "Waits moved later">,
+    Statistic<"numPeakRefusals", "peak-refusals",
+              "Steps undone because they raised the peak of live bytes">,
+  ];
+}
+
 #endif // BRAZE_PASSES

@@ -13,6 +13,7 @@ void BrazeDialect::initialize() {
 #define GET_OP_LIST
 #include "braze/BrazeOps.cpp.inc"
       >();
+  registerTypes();
 }
 
 Operation *BrazeDialect::materializeConstant(OpBuilder &builder,

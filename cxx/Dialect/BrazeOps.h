@@ -4,6 +4,7 @@
 #define BRAZE_DIALECT_BRAZEOPS_H
 
 #include "Dialect/BrazeDialect.h"
+#include "Dialect/CollectiveOps.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"

@@ -13,13 +13,15 @@ except ModuleNotFoundError as error:
         raise
 
 __all__ = ["BrazeError", "ExportedProgram", "Module", "ShapeVar", "compile", "compile_mlir", "dynamic_spec", "export",
-           "parse", "profile", "register_pass", "run_pipeline", "set_logs", "switch", "targets"]
+           "parse", "profile", "register_communicator", "register_pass", "run_pipeline", "set_logs", "switch",
+           "targets", "unregister_communicator"]
 
 _from_environment()
 
 _TORCH_API = {"export", "ExportedProgram", "ShapeVar", "dynamic_spec", "switch"}
 _COMPILER_API = {"compile", "compile_mlir"}
 _IR_API = {"Module": "braze.ir", "parse": "braze.ir", "register_pass": "braze.passes", "run_pipeline": "braze.passes"}
+_DISTRIBUTED_API = {"register_communicator", "unregister_communicator"}
 
 
 def __getattr__(name):
@@ -41,6 +43,10 @@ def __getattr__(name):
         from braze.runtime.trace import profile
 
         return profile
+    if name in _DISTRIBUTED_API:
+        from braze.runtime import collectives
+
+        return getattr(collectives, name)
     if name == "targets":
         from braze.target import targets
 

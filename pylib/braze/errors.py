@@ -84,3 +84,10 @@ class BrazeError(_ErrorBase):
     @staticmethod
     def from_mlir(message: str, error: ir.MLIRError) -> BrazeError:
         return BrazeError(message, error.error_diagnostics)
+
+
+class CollectiveError(BrazeError):
+    """A collective of a compiled program failed (a peer died, a timeout, a
+    mismatch between ranks). It is always raised, never answered by running
+    the graph again in eager PyTorch: the ranks have already diverged, and
+    issuing the collectives again would pair them wrongly or hang."""

@@ -9,8 +9,9 @@ import braze
 
 def test_public_names():
     assert set(braze.__all__) == {"BrazeError", "ExportedProgram", "Module", "ShapeVar", "compile", "compile_mlir",
-                                  "dynamic_spec", "export", "parse", "profile", "register_pass", "run_pipeline",
-                                  "set_logs", "switch", "targets"}
+                                  "dynamic_spec", "export", "parse", "profile", "register_communicator",
+                                  "register_pass", "run_pipeline", "set_logs", "switch", "targets",
+                                  "unregister_communicator"}
     for name in braze.__all__:
         assert getattr(braze, name) is not None
 

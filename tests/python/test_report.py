@@ -118,9 +118,11 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
                        html, re.S).group(1)
     assert "braze_kernel_1(" in source and "braze_kernel_0(" not in source
     passes = re.findall(r"<tr><td>([^<]+)</td><td class=\"n\">\d+\.\d\d</td>", html)
-    assert passes == ["braze-simplify", "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
+    assert passes == ["braze-simplify", "func.func(braze-verify-collective-order)",
+                      "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
                       "func.func(braze-lower-kernels)", "func.func(braze-channels-last)",
-                      "func.func(braze-collapse-dims)", "cse"]
+                      "func.func(braze-collapse-dims)", "cse", "func.func(braze-verify-collective-order)",
+                      "func.func(braze-overlap{remarks=true})", "func.func(braze-verify-collective-order)"]
     assert re.search(r"<td>kernel binary</td><td>cache (hit|miss \(compiled now\))</td>", html)
 
 

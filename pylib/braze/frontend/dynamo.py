@@ -20,7 +20,7 @@ import torch
 from torch._dynamo.exc import RestartAnalysis
 from torch._functorch.aot_autograd import make_boxed_func
 
-from braze.errors import BrazeError
+from braze.errors import BrazeError, CollectiveError
 from braze.frontend.decompositions import without_attention
 from braze.frontend.importer import ImportedGraph, UnsupportedOpError, import_graph
 
@@ -66,6 +66,8 @@ class BoxedFunction:
             try:
                 with torch.no_grad():
                     outputs = self.run(*self.imported.arguments(inputs))
+            except CollectiveError:
+                raise  # the ranks diverged: running the graph again would make it worse
             except Exception as error:  # never an exception from braze: eager instead
                 _warn_eager(f"the compiled graph failed ({_cause(error)})")
                 self.run = None

@@ -9,6 +9,7 @@ dispatches on `node.op` then on the call target, and the lowerings in
 from __future__ import annotations
 
 import operator
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ from braze.frontend.types import element_type, tensor_type
 from braze.ir import Module
 
 aten = torch.ops.aten
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
 
 # Graph nodes that only assert facts torch already checked while tracing.
 _ASSERTIONS = {
@@ -113,7 +115,10 @@ def source_of(node: fx.Node) -> tuple[str, int, str] | None:
     frames = re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n\s*([^\n]*)', trace)
     if not frames:
         return None
-    file, line, code = frames[-1]
+    # The innermost frame of the user's code: a call into a torch library
+    # (torch.distributed's functional collectives) names the user's line.
+    users = [frame for frame in frames if not frame[0].startswith(_TORCH_DIR)]
+    file, line, code = (users or frames)[-1]
     return file, int(line), code.strip()
 
 

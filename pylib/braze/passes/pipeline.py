@@ -315,13 +315,18 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: Pi
 
 
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
-                         collapse_dims: bool = True, remarks: bool = False) -> str:
+                         collapse_dims: bool = True, remarks: bool = False, overlap: bool = True) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). With `remarks` (or the
-    fusion log topic on), the fusion pass explains its decisions; it fuses
-    the same either way."""
+    fusion log topic on), the fusion and overlap passes explain their
+    decisions; they transform the same either way. The collective order is
+    recorded first and checked after the passes that may move collectives."""
     explain = " remarks=true" if remarks or logs.enabled("fusion") else ""
     fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{explain}}}," if fuse else ""
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""
-    return f"braze-simplify,func.func({fusion}braze-lower-kernels{layout}{collapse}),cse"
+    verify = "braze-verify-collective-order"
+    moves = f",braze-overlap{{{explain.strip()}}},{verify}" if overlap and explain else (
+        f",braze-overlap,{verify}" if overlap else "")
+    return (f"braze-simplify,func.func({verify},{fusion}braze-lower-kernels{layout}{collapse}),cse,"
+            f"func.func({verify}{moves})")

@@ -48,7 +48,7 @@ from braze.hostops.extern import extern_overload, prepare_extern
 from braze.hostops.products import convolution_arguments, convolution_layout
 from braze.hostops.record import DYNAMIC_SIZE, TensorType, op_record, type_record
 from braze.hostops.signature import check_arguments
-from braze.runtime import trace
+from braze.runtime import collectives, trace
 from braze.runtime.control_flow import control_flow_call
 
 if TYPE_CHECKING:
@@ -339,6 +339,7 @@ class Program:
         self.folded: list[tuple[Any, list[int]]] = []
         fresh: set[int] = set()
         readers = Counter(v for op in block.operations for v in op.operation.operands)
+        plan, starts = collectives.CollectivePlan(), {}
         for op in block.operations:
             name = op.operation.name
             operand_slots = [slot(v) for v in op.operation.operands]
@@ -357,6 +358,9 @@ class Program:
                 continue
             if name == "braze.kernel":
                 call = kernels_runtime.kernel_call(next(kernel_specs), op, slots)
+            elif name in collectives.OPS:
+                # Issued without blocking; a wait also holds its start's input.
+                call, operand_slots = collectives.collective_step(op, slots, plan, starts)
             elif name == "braze.extern":
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":

@@ -38,6 +38,9 @@ class TargetOptions:
     channels_last: bool = True
     # Merge a kernel's short trailing dims into one loop (braze-collapse-dims).
     collapse_dims: bool = True
+    # Start collectives early and wait for them late, over independent
+    # compute (braze-overlap).
+    overlap: bool = True
     # Measure each static convolution in both memory formats and run it in
     # the faster (braze-tune-convolutions; the CPU target only): an
     # alternative to channels_last; its choice depends on the machine's load.
@@ -110,7 +113,8 @@ class Target:
         from braze.passes import kernel_form_pipeline
 
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
-                                        options.collapse_dims, remarks=options.report is not None)
+                                        options.collapse_dims, remarks=options.report is not None,
+                                        overlap=options.overlap)
         if self.gpu:
             pipeline += f",func.func(braze-gpu-schedule{{target={self.schedule_target or self.name} threads={int(options.threads)}}})"
         return pipeline

@@ -26,3 +26,4 @@ def supported_targets() -> list[str]:
 
 
 from braze.frontend.lowerings import creation, indexing, layout, nn, pointwise, reductions, symints, vision  # noqa: E402,F401
+from braze.frontend.lowerings import collectives  # noqa: E402,F401

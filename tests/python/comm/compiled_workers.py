@@ -1,0 +1,137 @@
+"""What the spawned ranks of test_compiled_collectives.py run: programs with
+torch.distributed functional collectives, compiled by braze (collectives
+through braze.comm) and run eagerly (the same collectives through
+torch.distributed's Gloo), on the same inputs."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+import torch.distributed as dist
+import torch.distributed._functional_collectives as fc
+
+import group
+
+D, H, ROWS = 16, 32, 8
+
+
+def _setup(comm, rank, world, port):
+    import braze
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    braze.register_communicator(comm, group=dist.group.WORLD.group_name)
+    return dist.group.WORLD
+
+
+class TensorParallelMLP(torch.nn.Module):
+    """Column-parallel then row-parallel: each rank holds H/world hidden
+    units; one all_reduce sums the partial outputs."""
+
+    def __init__(self, w1: torch.Tensor, w2: torch.Tensor, pg):
+        super().__init__()
+        self.w1, self.w2, self.pg = torch.nn.Parameter(w1), torch.nn.Parameter(w2), pg
+
+    def forward(self, x):
+        partial = torch.relu(x @ self.w1) @ self.w2
+        return fc.all_reduce(partial, "sum", self.pg) + 1.0
+
+
+def dp_step(x, target, w1, w2, pg, world: int):
+    """One data-parallel SGD step of a 2-layer MLP with the gradients written
+    out: the second layer's gradient is reduced while the first layer's is
+    computed."""
+    h = torch.relu(x @ w1)
+    err = (h @ w2 - target) / x.shape[0]
+    g2 = fc.all_reduce(h.t() @ err, "sum", pg) / world
+    gh = (err @ w2.t()) * (h > 0)
+    g1 = fc.all_reduce(x.t() @ gh, "sum", pg) / world
+    return w1 - 0.1 * g1, w2 - 0.1 * g2
+
+
+def moe_dispatch_combine(x, out_splits, in_splits, pg):
+    """MoE-style: rows go to their expert's rank (uneven), get transformed,
+    and come back."""
+    routed = fc.all_to_all_single(x, out_splits, in_splits, pg)
+    expert = routed * 2.0 + 1.0
+    gathered = fc.all_gather_single(expert.sum(0, keepdim=True), 0, pg)
+    back = fc.all_to_all_single(expert, in_splits, out_splits, pg)
+    return back, gathered
+
+
+def numbers_then_kill(comm, rank, world, port, victim):
+    """Returns every rank's numbers (per program, the largest difference
+    between braze and eager, and for the TP MLP against the unsharded model),
+    then kills `victim` in the middle of a compiled step and returns what
+    the others saw."""
+    import braze
+
+    pg = _setup(comm, rank, world, port)
+    torch.manual_seed(0)
+    w1, w2 = torch.randn(D, H), torch.randn(H, D)
+    x = torch.randn(ROWS, D)
+    shard = H // world
+    results = {}
+
+    # Tensor parallel, through braze.export.
+    tp = TensorParallelMLP(w1[:, rank * shard:(rank + 1) * shard].clone(),
+                           w2[rank * shard:(rank + 1) * shard].clone(), pg)
+    compiled = braze.compile(tp, (x,))
+    with torch.no_grad():
+        eager = tp(x)
+    got = compiled(x)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    full = torch.relu(x @ w1) @ w2 + 1.0
+    results["tp_vs_eager"] = (got - eager).abs().max().item()
+    results["tp_vs_unsharded"] = (got - full).abs().max().item()
+
+    # Data parallel, through torch.compile: each rank its own batch.
+    xs, ts = torch.randn(ROWS, D) + rank, torch.randn(ROWS, D)
+    step = torch.compile(lambda a, b, c, d: dp_step(a, b, c, d, pg, world), backend="braze")
+    new = step(xs, ts, w1, w2)
+    want = dp_step(xs, ts, w1, w2, pg, world)
+    results["dp_vs_eager"] = max((a - b).abs().max().item() for a, b in zip(new, want))
+    # Every rank ends with the same weights.
+    same = [torch.empty_like(new[0]) for _ in range(world)]
+    dist.all_gather(same, new[0])
+    results["dp_replicas_agree"] = all(torch.equal(same[0], s) for s in same)
+
+    # Uneven all_to_all (rank r sends r + 1 rows to rank 0 and the rest to rank 1).
+    rows = 6
+    in_splits = [rank + 1, rows - rank - 1] if world == 2 else [rows // world] * world
+    everyone = [[r + 1, rows - r - 1] for r in range(world)] if world == 2 else [in_splits] * world
+    out_splits = [everyone[src][rank] for src in range(world)]
+    tokens = torch.arange(rows * 4, dtype=torch.float32).reshape(rows, 4) + 100 * rank
+    moe = torch.compile(lambda t: moe_dispatch_combine(t, out_splits, in_splits, pg), backend="braze")
+    got = moe(tokens)
+    want = moe_dispatch_combine(tokens, out_splits, in_splits, pg)
+    results["a2a_vs_eager"] = max((a - b).abs().max().item() for a, b in zip(got, want))
+    results["a2a_round_trip"] = (got[0] - (tokens * 2 + 1)).abs().max().item()
+    everyone = [None] * world
+    dist.all_gather_object(everyone, results)
+    dist.destroy_process_group()  # Gloo's teardown must not wait for a dead peer
+    return {"numbers": everyone, "killed": killed_mid_step(comm, rank, step, (xs, ts, w1, w2), victim)}
+
+
+def killed_mid_step(comm, rank, step, arguments, victim):
+    """The victim dies inside its second collective of a compiled step; the
+    others must get a CollectiveError (not hang, not fall back to eager)."""
+    from braze.errors import CollectiveError
+
+    if rank == victim:
+        first = []
+
+        def die_on_second(info):
+            first.append(info["op"])
+            if len(first) == 2:
+                group.kill_self()
+        comm.register_pre_hook(die_on_second)
+    started = time.monotonic()
+    try:
+        step(*arguments)
+    except CollectiveError as error:
+        return {"error": type(error).__name__, "cause": type(error.__cause__).__name__,
+                "seconds": time.monotonic() - started, "message": str(error)}
+    return {"error": None, "seconds": time.monotonic() - started}

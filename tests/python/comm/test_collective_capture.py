@@ -1,0 +1,67 @@
+"""Collectives in one process (a group of one): what braze refuses, and
+that the IR it captures is what the ops say."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+import torch.distributed._functional_collectives as fc  # noqa: E402
+
+import braze  # noqa: E402
+import braze.comm  # noqa: E402
+from braze.errors import BrazeError  # noqa: E402
+
+
+@pytest.fixture
+def world_of_one():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    try:
+        yield dist.group.WORLD
+    finally:
+        dist.destroy_process_group()
+
+
+class Reduce(torch.nn.Module):
+    def __init__(self, pg):
+        super().__init__()
+        self.pg = pg
+
+    def forward(self, x, w):
+        y = fc.all_reduce(x @ w, "sum", self.pg)
+        z = torch.relu(x) * 2  # independent: braze-overlap moves the wait below it
+        return y + z
+
+
+def test_capture_and_an_unregistered_group(world_of_one):
+    x, w = torch.randn(4, 4), torch.randn(4, 4)
+    compiled = braze.compile(Reduce(world_of_one), (x, w))
+    text = str(compiled.exported.module)
+    assert 'braze.all_reduce_start' in text and f'group "{world_of_one.group_name}" ranks [0]' in text
+    with pytest.raises(BrazeError, match=rf"no braze.comm communicator serves process group "
+                                         rf"'{world_of_one.group_name}' \(ranks \[0\]\)"):
+        compiled(x, w)
+
+
+def test_runs_through_a_registered_communicator(world_of_one):
+    store = braze.comm.TCPStore("127.0.0.1", 0, True)
+    comm = braze.comm.new_comm("tcp", 0, 1, store)
+    braze.register_communicator(comm, group=world_of_one.group_name)
+    try:
+        x, w = torch.randn(4, 4), torch.randn(4, 4)
+        model = Reduce(world_of_one)
+        compiled = braze.compile(model, (x, w))
+        got = compiled(x, w)
+        got = got[0] if isinstance(got, (list, tuple)) else got
+        torch.testing.assert_close(got, model(x, w))
+        dump = comm.flight_recorder_dump()
+        assert '"all_reduce"' in dump  # the recorder saw the compiled collective (and the sequence check)
+    finally:
+        braze.unregister_communicator(comm)
+        comm.close()
