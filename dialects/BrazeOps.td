@@ -681,5 +681,6 @@ def Braze_StoreOp : Braze_Op<"store", [HasParent<"KernelOp">]> {
 }
 
 include "BrazeHostOps.td"
+include "BrazeComboOps.td"
 
 #endif // BRAZE_OPS
