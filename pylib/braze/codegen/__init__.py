@@ -53,14 +53,14 @@ def emit_kernels(operations: list, target: str, threads: int | None = None) -> E
 
         unit = emit(kernels, combos)
         return Emitted(unit.source, unit.kernels, chosen.extension, unit.launches)
+    if target == "triton":
+        from braze.codegen.triton import render_unit
+
+        source, specs, launches = render_unit(kernels, combos, threads)
+        return Emitted(source, specs, chosen.extension, launches)
     if combos:
         raise BrazeError(f"the {target} renderer cannot spell braze.combo yet: run without "
                          "braze-combo-kernels for this target")
-    if target == "triton":
-        from braze.codegen.triton import render_module
-
-        source, specs = render_module(kernels, threads)
-        return Emitted(source, specs, chosen.extension)
     from braze.codegen.gpu import DEFAULT_THREADS, render_source
 
     source, specs = render_source(chosen, kernels, threads=threads or DEFAULT_THREADS)

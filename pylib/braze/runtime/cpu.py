@@ -57,5 +57,5 @@ class CpuKernels(StepFactory):
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
         return _NativeKernelCall(self._function(spec.name), spec, op, slots)
 
-    def combo_call(self, name: str, calls: list[KernelCall]):
+    def combo_call(self, name: str, calls: list[KernelCall], op):
         return _NativeComboCall(self._function(name), name, calls)

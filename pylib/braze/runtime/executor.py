@@ -75,6 +75,7 @@ class KernelCall:
         allocated there)."""
         operands = list(op.operation.operands)
         self.device = device
+        self.spec = spec
         self.name = spec.name
         self.location = format_location(op.operation.location)
         self.inputs = [slots[v] for v in operands[: len(spec.input_types)]]
@@ -267,8 +268,8 @@ class StepFactory:
     * `kernel_call(spec, op, slots)`: the step running one `braze.kernel` op
       (`spec` its launch ABI from codegen/analysis.py, `slots` SSA value ->
       slot number): a `KernelCall` subclass defining `launch`;
-    * `combo_call(name, calls)`: the step running a `braze.combo` as one
-      launch (`name`: its launch function, `Unit.launches`), given one
+    * `combo_call(name, calls, op)`: the step running the `braze.combo` `op`
+      as one launch (`name`: its launch function, `Unit.launches`), given one
       `KernelCall` per sub-kernel, which prepares its launch (checks,
       outputs, sizes) and is never run alone.
     """
@@ -278,7 +279,7 @@ class StepFactory:
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
         raise NotImplementedError
 
-    def combo_call(self, name: str, calls: list[KernelCall]):
+    def combo_call(self, name: str, calls: list[KernelCall], op):
         raise BrazeError(f"{type(self).__name__} cannot run combo kernels (asked for {name})")
 
 
@@ -339,7 +340,7 @@ class Program:
                     slots[value] = slots[result]
                 call = kernels_runtime.combo_call(
                     next(combo_launches), [KernelCall(next(kernel_specs), k, slots, kernels_runtime.device)
-                                           for k in sub_kernels])
+                                           for k in sub_kernels], op)
             elif name == "braze.extern":
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
