@@ -3,6 +3,7 @@ codegen/cpp), called through ctypes with pointers and sizes, no copies."""
 
 from __future__ import annotations
 
+import array
 import ctypes
 
 from braze.codegen.analysis import KernelSpec
@@ -30,16 +31,19 @@ class _NativeComboCall(ComboCall):
     def __init__(self, function, name: str, calls: list[KernelCall]):
         super().__init__(name, calls)
         self.function = function
-        self.buffer_type = ctypes.c_void_p * sum(len(c.inputs) + len(c.outputs) for c in calls)
-        self.size_type = ctypes.c_int64 * max(1, sum(ctypes.sizeof(c.size_type) // 8 for c in calls))
+        # Static, contiguous sub-kernels pass the same sizes on every call.
+        self.static_sizes = None
+        if all(call.static for call in calls):
+            self.static_sizes = array.array("q", [size for call in calls for size in call.static_sizes])
 
     def launch(self, prepared: list[tuple]) -> int:
-        pointers, sizes = [], []
-        for inputs, outputs, _, kernel_sizes in prepared:
-            pointers += [t.data_ptr() for t in inputs]
-            pointers += [t.data_ptr() for t in outputs]
-            sizes += kernel_sizes
-        return self.function(self.buffer_type(*pointers), self.size_type(*sizes))
+        pointers = array.array("q", [t.data_ptr() for inputs, outputs, _, _ in prepared for t in inputs + outputs])
+        if self.static_sizes is not None and all(
+                sizes is call.static_sizes for call, (_, _, _, sizes) in zip(self.calls, prepared)):
+            sizes = self.static_sizes
+        else:
+            sizes = array.array("q", [size for _, _, _, kernel_sizes in prepared for size in kernel_sizes])
+        return self.function(pointers.buffer_info()[0], sizes.buffer_info()[0] if sizes else None)
 
 
 class CpuKernels(StepFactory):
