@@ -449,4 +449,99 @@ def BrazeOverlap : Pass<"braze-overlap", "::mlir::func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Combo kernels
+//===----------------------------------------------------------------------===//
+
+def BrazeComboKernels : Pass<"braze-combo-kernels", "mlir::func::FuncOp"> {
+  let summary = "Group independent small kernels into combo kernels";
+  let description = [{
+    Groups `braze.kernel`s with no data path between them, in either
+    direction and through any chain of ops or other combos, into
+    `braze.combo` ops: one launch (one OpenMP parallel region on the CPU,
+    one grid on a GPU) instead of one per kernel. Kernels are taken in
+    program order; each joins the first open group that accepts it. A
+    kernel stays standalone when
+    - it reduces over more than `max-reduction-extent` points, or has more
+      than `max-points` points (it fills the machine alone);
+    - its body is heavy: more than `max-live-values` scalar values live at
+      once (a register-pressure estimate) or more than `max-body-ops` ops.
+    It does not join a group when a data path links it with a member (also
+    through other groups: grouping must leave the program acyclic), when
+    the group has `max-sub-kernels` sub-kernels or would pass
+    `max-arguments` buffer arguments (inputs and results; a target with
+    fewer argument slots sets less), when the bytes the group's inputs and
+    results hold together (all live during the launch) would pass
+    `max-live-bytes`, or when it would mix pointwise kernels and reductions
+    without `per-sub-kernel-blocks`. An op with side effects ends every open
+    group (nothing moves across it).
+
+    Each sub-kernel keeps its own blocks: `block` = `pointwise-block` points
+    per work item without reductions; with reductions `rblock` is the
+    reduction's extent rounded up to a power of two and `block` =
+    `reduction-points / rblock` rows (at least 1). `cost` estimates a work
+    item (points times body ops). `dispatch` is `round_robin` when every
+    sub-kernel has the same static number of work items, else `sequential`
+    (the option `dispatch` forces one). A dynamic extent counts as
+    `dynamic-extent` in the size estimates.
+
+    The combo is placed at its last member; ops between its members that
+    depend on an earlier member move after it.
+
+    ```mlir
+    %a = braze.kernel ins(%x : tensor<64xf32>) domain [64] reduce [] : tensor<64xf32> {...}
+    %b = braze.kernel ins(%y : tensor<32xf32>) domain [32] reduce [] : tensor<32xf32> {...}
+    ```
+    becomes
+    ```mlir
+    %a, %b = braze.combo dispatch "sequential" schedules [{block = 1024 : i64, cost = 128 : i64},
+        {block = 1024 : i64, cost = 64 : i64} ] : tensor<64xf32>, tensor<32xf32> {
+      %0 = braze.kernel ins(%x : tensor<64xf32>) domain [64] reduce [] : tensor<64xf32> {...}
+      braze.combo_yield %0 : tensor<64xf32>
+    }, {
+      %1 = braze.kernel ins(%y : tensor<32xf32>) domain [32] reduce [] : tensor<32xf32> {...}
+      braze.combo_yield %1 : tensor<32xf32>
+    }
+    ```
+
+    With `remarks=true` every decision is a remark on the kernel: grouped
+    (with whom), refused by a group (and why), or standalone (and why).
+    braze routes them to the `fusion` log topic (docs/observability.md).
+  }];
+  let dependentDialects = ["::braze::BrazeDialect"];
+  let options = [
+    Option<"maxSubKernels", "max-sub-kernels", "int64_t", "8",
+           "Most sub-kernels per combo">,
+    Option<"maxArguments", "max-arguments", "int64_t", "250",
+           "Most buffer arguments (inputs and results) per combo">,
+    Option<"maxReductionExtent", "max-reduction-extent", "int64_t", "2048",
+           "Kernels reducing over more points stay standalone">,
+    Option<"maxPoints", "max-points", "int64_t", "1048576",
+           "Kernels with more points in their domain stay standalone">,
+    Option<"maxLiveBytes", "max-live-bytes", "int64_t", "67108864",
+           "Most bytes a combo's inputs and results may hold together">,
+    Option<"maxLiveValues", "max-live-values", "int64_t", "48",
+           "Kernels with more scalar values live at once stay standalone">,
+    Option<"maxBodyOps", "max-body-ops", "int64_t", "160",
+           "Kernels with more ops in their body stay standalone">,
+    Option<"perSubKernelBlocks", "per-sub-kernel-blocks", "bool", "true",
+           "Each sub-kernel keeps its own blocks (else pointwise kernels and "
+           "reductions are not mixed)">,
+    Option<"pointwiseBlock", "pointwise-block", "int64_t", "1024",
+           "Points per work item of a pointwise sub-kernel (a power of two)">,
+    Option<"reductionPoints", "reduction-points", "int64_t", "4096",
+           "Points (rows times rblock) per work item of a reduction">,
+    Option<"dynamicExtent", "dynamic-extent", "int64_t", "1024",
+           "What a dynamic extent counts as in size estimates">,
+    Option<"dispatch", "dispatch", "std::string", "\"auto\"",
+           "auto, sequential, round_robin or flattened">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each decision: grouped, or refused and why">,
+  ];
+  let statistics = [
+    Statistic<"numCombos", "combos", "Combo kernels formed">,
+    Statistic<"numSubKernels", "sub-kernels", "Kernels moved into combos">,
+  ];
+}
+
 #endif // BRAZE_PASSES

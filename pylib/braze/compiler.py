@@ -76,19 +76,20 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         module_op = module.mlir_module.operation
         func = select_entry(functions(module_op), entry)
         operations = function_operations(func)
-        kernels = [op for op in operations if op.operation.name == "braze.kernel"]
         bar.stage("codegen")
         unit = chosen.emit(operations, options)
         if dump_dir is not None:
             # Written from the emitted source, so a cache hit dumps it too.
             (dump_dir / f"{chosen.name}-kernels{unit.extension}").write_text(unit.source)
         bar.stage("build")
-        built = chosen.build(unit, options) if kernels else None
+        built = chosen.build(unit, options) if unit.kernels else None
     _log_codegen(chosen.name, unit, built)
     program = Program(module_op, func, built.kernels if built else None, list(unit.kernels.values()),
                       unit.launches, parameters, chosen.run_device())
     stats = {
         "kernels": program.kernel_count,
+        # Kernel launches per call (a combo's sub-kernels start as one).
+        "launches": program.launch_count,
         "gemms": sum(program.library_calls[name] for name in ("braze.matmul", "braze.bmm", "braze.addmm")),
         "convolutions": program.library_calls["braze.convolution"],
         "attentions": program.library_calls["braze.attention"],
@@ -129,7 +130,7 @@ def _log_codegen(target: str, unit, built) -> None:
     log.info("%s: %d kernel(s) %s; source %s (cache %s)", target, len(unit.kernels), ", ".join(unit.kernels),
              built.source_path, "hit" if built.cache_hit else "miss")
     for launch, names in unit.launches.items():
-        log.debug("%s: launch %s runs %s", target, launch, ", ".join(names))
+        log.debug("%s: combo %s runs %s", target, launch, ", ".join(names))
 
 
 class CompiledModel:

@@ -122,7 +122,8 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
                       "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
                       "func.func(braze-lower-kernels)", "func.func(braze-channels-last)",
                       "func.func(braze-collapse-dims)", "cse", "func.func(braze-verify-collective-order)",
-                      "func.func(braze-overlap{remarks=true})", "func.func(braze-verify-collective-order)"]
+                      "func.func(braze-overlap{remarks=true})", "func.func(braze-verify-collective-order)",
+                      "func.func(braze-combo-kernels{max-arguments=250})"]
     assert re.search(r"<td>kernel binary</td><td>cache (hit|miss \(compiled now\))</td>", html)
 
 

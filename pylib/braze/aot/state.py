@@ -15,13 +15,15 @@ themselves; a list as a JSON array; everything else as a one-key object
 naming its kind: `tuple`, `dict` (a list of [key, value] pairs: keys need
 not be strings), `counter`, `dtype`, `device`, `memory_format`,
 `native_function` (a symbol of the package's library), `c_array` and
-`c_array_type` (ctypes int64 and pointer arrays), `methodcaller`, and
+`c_array_type` (ctypes int64 and pointer arrays), `array` (a Python
+array.array), `methodcaller`, and
 `object` (`{"class": "module:qualname", "state": {field: value}}`). A value
 of another kind cannot be written: a BrazeError names its field.
 """
 
 from __future__ import annotations
 
+import array
 import collections
 import ctypes
 import importlib
@@ -33,6 +35,7 @@ import torch
 from braze.errors import BrazeError
 from braze.hostops import HOST_OPS, HostContext, prepare_record
 from braze.hostops.extern import prepare_extern
+from braze.runtime.executor import KernelCall
 
 # Modules whose classes a program may hold; each loads without MLIR.
 _ALLOWED_MODULES = ("braze.runtime.", "braze.hostops.", "braze.symbolic")
@@ -49,6 +52,11 @@ def _prepared_fields(value) -> tuple[str, ...]:
     record. A convolution's weight in its memory format is not kept either:
     the loaded step converts the weight per call, because the loaded
     weights may be swapped (braze.aot.WeightStore)."""
+    if isinstance(value, KernelCall):
+        # The kernel's analysis (MLIR types) serves GPU launchers, which
+        # packages do not hold (CPU only); a CPU kernel call has what it
+        # needs in its other fields.
+        return ("spec",)
     if not hasattr(value, "record"):
         return ()
     return tuple(name for name in ("run", "call", "weight") if name in vars(value))
@@ -87,6 +95,8 @@ class Writer:
             return {"methodcaller": [name, self.encode(list(arguments), where)]}
         if isinstance(value, ctypes._CFuncPtr):
             return {"native_function": value.__name__}
+        if isinstance(value, array.array):
+            return {"array": [value.typecode, value.tolist()]}
         if isinstance(value, ctypes.Array):
             return {"c_array": [value._type_.__name__, list(value)]}
         if isinstance(value, type) and issubclass(value, ctypes.Array):
@@ -139,6 +149,9 @@ class Reader:
             return operator.methodcaller(name, *self.decode(arguments))
         if kind == "native_function":
             return self.function(body)
+        if kind == "array":
+            typecode, values = body
+            return array.array(typecode, values)
         if kind == "c_array":
             type_name, values = body
             return (_C_TYPES[type_name] * len(values))(*values)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from braze.codegen.analysis import function_kernels
 from braze.errors import BrazeError
 
 # Target name -> the module and class of its renderer.
@@ -30,7 +31,7 @@ class Emitted:
     source: str
     kernels: dict  # kernel name -> KernelSpec, in program order
     extension: str
-    launches: dict = field(default_factory=dict)  # CPU launch groups: name -> kernel names
+    launches: dict = field(default_factory=dict)  # combo launch function -> its sub-kernels
 
 
 def renderer_class(target: str):
@@ -64,18 +65,21 @@ def function_operations(func) -> list:
 def emit_kernels(operations: list, target: str, threads: int | None = None) -> Emitted:
     """The source of the braze.kernel ops among `operations` (one function's
     ops in order) for `target`; `threads` per block on GPUs."""
-    kernels = [op for op in operations if op.operation.name == "braze.kernel"]
+    kernels, combos = function_kernels(operations)
     chosen = renderer_class(target)
     if target == "cpu":
-        from braze.codegen.cpp.emitter import emit, plan_launches
+        from braze.codegen.cpp.emitter import emit
 
-        unit = emit(kernels, plan_launches(operations))
+        unit = emit(kernels, combos)
         return Emitted(unit.source, unit.kernels, chosen.extension, unit.launches)
     if target == "triton":
-        from braze.codegen.triton import render_module
+        from braze.codegen.triton import render_unit
 
-        source, specs = render_module(kernels, threads)
-        return Emitted(source, specs, chosen.extension)
+        source, specs, launches = render_unit(kernels, combos, threads)
+        return Emitted(source, specs, chosen.extension, launches)
+    if combos:
+        raise BrazeError(f"the {target} renderer cannot spell braze.combo yet: run without "
+                         "braze-combo-kernels for this target")
     from braze.codegen.gpu import DEFAULT_THREADS, render_source
 
     source, specs = render_source(chosen, kernels, threads=threads or DEFAULT_THREADS)

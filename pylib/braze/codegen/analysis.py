@@ -59,6 +59,47 @@ EXPENSIVE = frozenset(
     {f"math.{name}" for name in UNARY_MATH[:16]} | set(BINARY_MATH))
 
 
+@dataclass(frozen=True)
+class SubKernelSchedule:
+    """One sub-kernel's entry of a `braze.combo`'s `schedules`: `block`
+    points (parallel points with reductions) per work item, `rblock`
+    reduction points a GPU program holds at once (0 without reductions),
+    `cost` the estimated cost of one work item."""
+
+    block: int
+    rblock: int
+    cost: int
+
+
+def combo_kernels(combo) -> list:
+    """The `braze.kernel` of each sub-kernel of a `braze.combo`, in order."""
+    return [region.blocks[0].operations[0] for region in combo.operation.regions]
+
+
+def combo_schedules(combo) -> list[SubKernelSchedule]:
+    schedules = []
+    for entry in combo.attributes["schedules"]:
+        entry = ir.DictAttr(entry)
+        rblock = ir.IntegerAttr(entry["rblock"]).value if "rblock" in entry else 0
+        schedules.append(SubKernelSchedule(ir.IntegerAttr(entry["block"]).value, rblock,
+                                           ir.IntegerAttr(entry["cost"]).value))
+    return schedules
+
+
+def function_kernels(operations: list) -> tuple[list, list]:
+    """The `braze.kernel`s of one function's `operations` in program order
+    (a combo's sub-kernels where the combo is), and its `braze.combo`s."""
+    kernels, combos = [], []
+    for op in operations:
+        name = op.operation.name
+        if name == "braze.kernel":
+            kernels.append(op)
+        elif name == "braze.combo":
+            combos.append(op)
+            kernels.extend(combo_kernels(op))
+    return kernels, combos
+
+
 def type_name(type_: ir.Type) -> str:
     """`f32`, `bf16`, `i64`, `index`, ...: the key of every type table."""
     return "index" if isinstance(type_, ir.IndexType) else str(type_)

@@ -330,3 +330,10 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
         f",braze-overlap,{verify}" if overlap else "")
     return (f"braze-simplify,func.func({verify},{fusion}braze-lower-kernels{layout}{collapse}),cse,"
             f"func.func({verify}{moves})")
+
+
+def combo_kernels_pass(max_arguments: int = 250) -> str:
+    """braze-combo-kernels for a target taking `max_arguments` buffer
+    arguments per launch, explaining itself when the fusion topic is on."""
+    remarks = " remarks=true" if logs.enabled("fusion") else ""
+    return f"func.func(braze-combo-kernels{{max-arguments={int(max_arguments)}{remarks}}})"

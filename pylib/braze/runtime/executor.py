@@ -49,6 +49,7 @@ from braze.hostops.products import convolution_arguments, convolution_layout
 from braze.hostops.record import DYNAMIC_SIZE, TensorType, op_record, type_record
 from braze.hostops.signature import check_arguments
 from braze.runtime import collectives, trace
+from braze.runtime.combo import ComboCall
 from braze.runtime.control_flow import control_flow_call
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
-_FRESH = {"braze.kernel", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
+_FRESH = {"braze.kernel", "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
           *CONTROL_FLOW_OPS}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}
@@ -86,6 +87,7 @@ class KernelCall:
         allocated there)."""
         operands = list(op.operation.operands)
         self.device = device
+        self.spec = spec
         self.name = spec.name
         self.location = format_location(op.operation.location)
         self.inputs = [slots[v] for v in operands[: len(spec.input_types)]]
@@ -124,7 +126,9 @@ class KernelCall:
         kernel's failure flag)."""
         raise NotImplementedError
 
-    def __call__(self, env: list) -> None:
+    def prepare(self, env: list) -> tuple[list, list, list, Any]:
+        """The launch's inputs, its freshly allocated outputs, the domain's
+        extents and the `sizes` array (see `launch`), checked."""
         inputs = [env[s] for s in self.inputs]
         if self.static:
             shapes, extents = self.static_shapes, self.domain
@@ -157,6 +161,10 @@ class KernelCall:
         else:
             sizes = self.size_type(*extents, *[s for t in inputs for s in _strides(t)],
                                    *[d for t in outputs for d in t.shape])
+        return inputs, outputs, extents, sizes
+
+    def __call__(self, env: list) -> None:
+        inputs, outputs, extents, sizes = self.prepare(env)
         if self.launch(inputs, outputs, extents, sizes):
             raise BrazeError(f"kernel {self.name} at {self.location}: integer division by zero")
         for slot, tensor in zip(self.outputs, outputs):
@@ -274,9 +282,10 @@ class StepFactory:
     * `kernel_call(spec, op, slots)`: the step running one `braze.kernel` op
       (`spec` its launch ABI from codegen/analysis.py, `slots` SSA value ->
       slot number): a `KernelCall` subclass defining `launch`;
-    * `launch_call(name, calls)`: one step running several kernel steps at
-      once, for a target whose `emit` plans launch groups (`Unit.launches`;
-      only the CPU's does).
+    * `combo_call(name, calls, op)`: the step running the `braze.combo` `op`
+      as one launch (`name`: its launch function, `Unit.launches`), given one
+      `KernelCall` per sub-kernel, which prepares its launch (checks,
+      outputs, sizes) and is never run alone.
     """
 
     device = torch.device("cpu")
@@ -284,8 +293,8 @@ class StepFactory:
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
         raise NotImplementedError
 
-    def launch_call(self, name: str, calls: list[KernelCall]):
-        raise BrazeError(f"{type(self).__name__} has no launch groups (asked for {name})")
+    def combo_call(self, name: str, calls: list[KernelCall], op):
+        raise BrazeError(f"{type(self).__name__} cannot run combo kernels (asked for {name})")
 
 
 class Program:
@@ -294,15 +303,16 @@ class Program:
     def __init__(self, module_op: ir.Operation, func_op, kernels_runtime: StepFactory | None,
                  kernels: list[KernelSpec], launches: dict[str, list[str]], parameters: dict[str, Any] | None,
                  device: str | torch.device = "cpu"):
-        """`kernels`: the specs of the function's braze.kernel ops, in order;
-        `launches`: launch function -> the consecutive kernels it starts;
+        """`kernels`: the specs of the function's braze.kernel ops, in order
+        (a combo's sub-kernels where the combo is); `launches`: per
+        braze.combo in order, its launch function -> its sub-kernels;
         `kernels_runtime`: the target's step factory for them (None when
         there are none); `device`: where the program's tensors live (its
         arguments must be there; constants and parameters go there)."""
         self.name = func_op.attributes["sym_name"].value
         self.argument_types = [type_record(t) for t in func_op.type.inputs]
         self.device = torch.device(device)
-        self._build(func_op.regions[0].blocks[0], kernels_runtime, iter(kernels), launches,
+        self._build(func_op.regions[0].blocks[0], kernels_runtime, iter(kernels), iter(launches),
                     HostContext(parameters, self.device))
         self._arguments = _ArgumentCheck(func_op, module_op, self.device)
 
@@ -338,11 +348,11 @@ class Program:
         self.parameter_slots: dict[int, str] = {}
         self.folded: list[tuple[Any, list[int]]] = []
         fresh: set[int] = set()
-        readers = Counter(v for op in block.operations for v in op.operation.operands)
+        readers = Counter(v for op in block.operations for v in _operands(op))
         plan, starts = collectives.CollectivePlan(), {}
         for op in block.operations:
             name = op.operation.name
-            operand_slots = [slot(v) for v in op.operation.operands]
+            operand_slots = [slot(v) for v in _operands(op)]
             result_slots = [slot(v) for v in op.operation.results]
             if name in ("func.return", "braze.yield"):
                 self.output_slots = operand_slots
@@ -361,6 +371,15 @@ class Program:
             elif name in collectives.OPS:
                 # Issued without blocking; a wait also holds its start's input.
                 call, operand_slots = collectives.collective_step(op, slots, plan, starts)
+            elif name == "braze.combo":
+                # Each sub-kernel writes the combo's results directly.
+                sub_kernels = _combo_kernels(op)
+                for value, result in zip([r for k in sub_kernels for r in k.operation.results],
+                                         op.operation.results):
+                    slots[value] = slots[result]
+                call = kernels_runtime.combo_call(
+                    next(launches), [KernelCall(next(kernel_specs), k, slots, kernels_runtime.device)
+                                           for k in sub_kernels], op)
             elif name == "braze.extern":
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
@@ -387,10 +406,13 @@ class Program:
                 # or permute back after a kernel) is as fresh as the tensor.
                 fresh.update(result_slots)
             steps.append((call, operand_slots, result_slots))
-        # Kernels that run per call (those on known values ran above).
-        self.kernel_count = sum(isinstance(step[0], KernelCall) for step in steps) + sum(
+        # Kernels that run per call (those on known values ran above, those
+        # of control-flow regions are counted by their step), and launches
+        # per call (a combo is one: one parallel region on the CPU).
+        launched = [step[0] for step in steps if isinstance(step[0], (KernelCall, ComboCall))]
+        self.kernel_count = sum(len(c.calls) if isinstance(c, ComboCall) else 1 for c in launched) + sum(
             getattr(step[0], "kernel_count", 0) for step in steps)
-        steps = self._with_launches(steps, kernels_runtime, launches)
+        self.launch_count = len(launched)
         self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh)
         # Per op name, the steps that call a library (GEMMs, convolutions).
         self.library_calls = Counter(s[0].name for s in steps if isinstance(s[0], _HostCall) and s[0].name in _FRESH)
@@ -400,49 +422,6 @@ class Program:
         self.copied_outputs = [i for i, s in enumerate(self.output_slots)
                                if s not in fresh or self.output_slots.index(s) != i]
         self.steps = self._with_releases(steps)
-
-    @staticmethod
-    def _with_launches(steps, kernels_runtime, launches: dict[str, list[str]]):
-        """Replaces each run of kernel steps a launch function starts by one
-        step calling it. Views among them (that braze-collapse-dims and
-        braze-channels-last put around kernels) run before the launch when
-        they read nothing the run computes, after it otherwise."""
-        first = {members[0]: (name, members) for name, members in launches.items()}
-        merged = []
-        index = 0
-        while index < len(steps):
-            call = steps[index][0]
-            if not isinstance(call, KernelCall) or call.name not in first:
-                merged.append(steps[index])
-                index += 1
-                continue
-            name, members = first[call.name]
-            kernels, views, end = [], [], index
-            while end < len(steps) and len(kernels) < len(members):
-                if isinstance(steps[end][0], KernelCall):
-                    kernels.append(steps[end])
-                elif getattr(steps[end][0], "name", None) in ("braze.reshape", "braze.permute"):
-                    views.append(steps[end])
-                else:
-                    break
-                end += 1
-            if [s[0].name for s in kernels] != members:  # a member ran when the program was built
-                merged.append(steps[index])
-                index += 1
-                continue
-            produced = {slot for s in kernels for slot in s[2]}
-            before, after = [], []
-            for view in views:
-                later = any(slot in produced for slot in view[1])
-                (after if later else before).append(view)
-                if later:
-                    produced.update(view[2])
-            merged += before
-            merged.append((kernels_runtime.launch_call(name, [s[0] for s in kernels]),
-                           [slot for s in kernels for slot in s[1]], [slot for s in kernels for slot in s[2]]))
-            merged += after
-            index = end
-        return merged
 
     def _plan_reuse(self, steps, values: dict[int, ir.Value], fresh: set[int]) -> None:
         """Lets a pointwise kernel write a result into an input buffer that
@@ -532,6 +511,19 @@ class Program:
                                (time.perf_counter() - started) * 1e3)
             for slot_number in step.release:
                 env[slot_number] = None
+
+
+def _combo_kernels(op) -> list:
+    from braze.codegen.analysis import combo_kernels  # MLIR: only while a program is built (braze.aot)
+
+    return combo_kernels(op)
+
+
+def _operands(op) -> list:
+    """What `op` reads: its operands, and for a combo its sub-kernels'."""
+    if op.operation.name == "braze.combo":
+        return [v for kernel in _combo_kernels(op) for v in kernel.operation.operands]
+    return list(op.operation.operands)
 
 
 def _last_uses(steps) -> dict[int, int]:

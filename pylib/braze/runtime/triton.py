@@ -29,9 +29,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from braze.codegen.analysis import KernelSpec
+from braze.codegen.analysis import KernelSpec, combo_schedules
+from braze.codegen.triton.combo import combo_grid
 from braze.errors import BrazeError
 from braze.runtime.autotune import Config, Tuner, shape_class
+from braze.runtime.combo import ComboCall
 from braze.runtime.executor import KernelCall, StepFactory
 
 
@@ -153,6 +155,35 @@ class _TritonKernelCall(KernelCall):
         return int(failed.item()) if failed is not None else 0
 
 
+class _TritonComboCall(ComboCall):
+    """A combo's launch function (codegen/triton/combo.py) on a 1-D grid of
+    every sub-kernel's work items; blocks are the combo's schedules."""
+
+    def __init__(self, function, name: str, calls: list, combo_op):
+        super().__init__(name, calls)
+        self.function = function
+        self.dispatch = combo_op.attributes["dispatch"].value
+        self.blocks = [schedule.block for schedule in combo_schedules(combo_op)]
+        self.specs = [call.spec for call in calls]
+
+    def launch(self, prepared: list[tuple]) -> int:
+        items = [-(-math.prod(e for d, e in enumerate(extents) if d not in spec.reduce) // block)
+                 for spec, block, (_, _, extents, _) in zip(self.specs, self.blocks, prepared)]
+        programs = combo_grid(self.dispatch, items)
+        if programs == 0:
+            return 0
+        device = next(t.device for inputs, outputs, _, _ in prepared for t in inputs + outputs)
+        failed = torch.zeros(1, dtype=torch.int32, device=device)
+        arguments = [a for spec, (inputs, outputs, extents, _) in zip(self.specs, prepared)
+                     for a in kernel_arguments(spec, inputs, outputs, extents, failed)]
+        try:
+            self.function[(programs,)](*arguments)
+        except Exception as error:  # Triton's compile and launch errors have no common base
+            raise BrazeError(f"Triton could not run combo {self.name}; its source is kept in "
+                             f"{self.function.fn.__code__.co_filename}:\n{error}") from None
+        return int(failed.item())
+
+
 class TritonKernels(StepFactory):
     """The Triton target's step factory over one loaded module."""
 
@@ -166,3 +197,6 @@ class TritonKernels(StepFactory):
         # The tuning cache's key: the kernel's own text (not its module's).
         source_hash = hashlib.sha256(inspect.getsource(function.fn).encode()).hexdigest()
         return _TritonKernelCall(function, spec, op, slots, self.tuner, source_hash)
+
+    def combo_call(self, name: str, calls: list, op):
+        return _TritonComboCall(getattr(self.module, name), name, calls, op)

@@ -41,6 +41,9 @@ class TargetOptions:
     # Start collectives early and wait for them late, over independent
     # compute (braze-overlap).
     overlap: bool = True
+    # Start independent small kernels as one launch (braze-combo-kernels;
+    # on targets whose renderers spell braze.combo).
+    combo_kernels: bool = True
     # Measure each static convolution in both memory formats and run it in
     # the faster (braze-tune-convolutions; the CPU target only): an
     # alternative to channels_last; its choice depends on the machine's load.
@@ -99,6 +102,9 @@ class Target:
     # The `target` braze-gpu-schedule schedules for (its warp width), when
     # not the target's own name.
     schedule_target = ""
+    # Buffer arguments a combo kernel may take (braze-combo-kernels'
+    # max-arguments); 0: its renderers do not spell braze.combo.
+    combo_arguments = 0
 
     def options(self, given: dict | None = None) -> TargetOptions:
         known = {f.name for f in dataclasses.fields(self.options_type)}
@@ -110,11 +116,13 @@ class Target:
 
     def pipeline(self, options: TargetOptions) -> str:
         """The pass pipeline that takes captured IR to the kernel form."""
-        from braze.passes import kernel_form_pipeline
+        from braze.passes import combo_kernels_pass, kernel_form_pipeline
 
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
                                         options.collapse_dims, remarks=options.report is not None,
                                         overlap=options.overlap)
+        if options.combo_kernels and self.combo_arguments:
+            pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:
             pipeline += f",func.func(braze-gpu-schedule{{target={self.schedule_target or self.name} threads={int(options.threads)}}})"
         return pipeline

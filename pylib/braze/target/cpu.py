@@ -12,6 +12,7 @@ class CpuTarget(Target):
     name = "cpu"
     device = "cpu"
     install = "apt-get install g++ (or set CXX)"
+    combo_arguments = 250
 
     def pipeline(self, options: TargetOptions) -> str:
         tune = ",braze-tune-convolutions" if options.tune_convolutions else ""

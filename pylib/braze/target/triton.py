@@ -64,6 +64,7 @@ class TritonTarget(Target):
     # hold two of them.
     schedule_target = "cuda"
     install = "pip install 'braze[triton]'"
+    combo_arguments = 250
 
     def build(self, unit: Unit, options: TritonOptions) -> Built:
         from braze.runtime.autotune import Tuner

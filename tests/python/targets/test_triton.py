@@ -205,7 +205,7 @@ def test_every_strategy_and_config_compiles_ahead_of_time():
       return %s, %m, %e, %q : tensor<?xbf16>, tensor<?xi64>, tensor<?x300xf32>, tensor<8xi64>
     }"""
     triton = targets.get("triton")
-    _, kernels = kernel_form(braze.parse(text), triton.pipeline(triton.options()))
+    _, kernels = kernel_form(braze.parse(text), triton.pipeline(triton.options({"combo_kernels": False})))
     source, specs = render_module(kernels)
     assert {spec.strategy for spec in specs.values()} == {"points", "persistent", "looped"}
     every = [(spec, config) for spec in specs.values() for config in config_space(spec)]
@@ -240,7 +240,7 @@ def test_the_opinfo_samples_kernels_compile_ahead_of_time():
                     program = braze.export(*sample_model(info, sample))
             except braze.BrazeError:
                 continue  # refused or untraceable: test_opinfo covers those outcomes
-            _, kernels = kernel_form(program.module, triton.pipeline(triton.options()))
+            _, kernels = kernel_form(program.module, triton.pipeline(triton.options({"combo_kernels": False})))
             if kernels:
                 source, specs = render_module(kernels)
                 jobs.append((source, _schedules(specs)))
@@ -280,7 +280,7 @@ def test_interpreted_and_compiled_kernels_do_not_mix_in_one_process(tmp_path):
 # -- autotuning ---------------------------------------------------------------
 def _specs(text):
     triton = targets.get("triton")
-    _, kernels = kernel_form(braze.parse(text), triton.pipeline(triton.options()))
+    _, kernels = kernel_form(braze.parse(text), triton.pipeline(triton.options({"combo_kernels": False})))
     return list(render_module(kernels)[1].values())
 
 

@@ -30,14 +30,14 @@ The scalar ops, loads and stores are spelled by the shared C-style renderer
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlir import ir
 
-from braze.codegen.analysis import EXPENSIVE, UNARY_MATH, KernelAnalysis, KernelSpec
+from braze.codegen.analysis import EXPENSIVE, UNARY_MATH, KernelAnalysis, KernelSpec, combo_kernels
 from braze.codegen.renderer import CStyleRenderer
+from braze.errors import BrazeError
 
 PRELUDE = (Path(__file__).with_name("prelude.h")).read_text()
 # Added to the compiler's defaults: nothing reads errno or FP exception flags,
@@ -300,11 +300,19 @@ class CppRenderer(CStyleRenderer):
             out.append(f"{indent}const {value_type} {name} = ({value_type}){acc};")
 
     # -- the kernel -----------------------------------------------------
-    def render(self) -> str:
+    def render(self, block: int | None = None) -> str:
+        """The kernel as an `extern "C"` function; with `block`, as a
+        sub-kernel of a combo (codegen/cpp/combo.py): a static function
+        running work items [first, end) of `block` points each (parallel
+        points with reductions) on the calling thread."""
         arguments = self.a.arguments
         # Transcendental functions make a loop compute-bound: wide vectors pay.
         wide = "BZ_WIDE_VECTORS " if self.a.transcendental else ""
-        head = [f'extern "C" {wide}int {self.a.name}(void* const* buffers, const int64_t* sizes) {{']
+        if block is None:
+            head = [f'extern "C" {wide}int {self.a.name}(void* const* buffers, const int64_t* sizes) {{']
+        else:
+            head = [f"static {wide}int {self.a.name}(void* const* buffers, const int64_t* sizes, "
+                    "int64_t first, int64_t end) {"]
         # A pointwise kernel may write a result over an input of its shape
         # (the executor reuses dead buffers): no restrict there, the simd
         # pragma vectorizes anyway, each point reading before it writes.
@@ -370,7 +378,10 @@ class CppRenderer(CStyleRenderer):
             self.names = saved
             pragma = self.simd() if self.a.reduce[-1] == self.a.rank - 1 or column else ""
             self._reduction_loops(inner, "", pragma, body)
-        lines = head + self._parallel_loops(self.a.parallel, body)
+        if block is None:
+            lines = head + self._parallel_loops(self.a.parallel, body)
+        else:
+            lines = head + self._item_loops(self.a.parallel, body, block)
         lines.append("  return failed;")
         lines.append("}")
         return "\n".join(lines)
@@ -439,107 +450,78 @@ class CppRenderer(CStyleRenderer):
         return out
 
 
+    def _item_loops(self, parallel: list[int], body: list[str], block: int) -> list[str]:
+        """Work items [first, end) of `block` points each on this thread:
+        runs of the innermost dim (a SIMD loop each) without reductions,
+        else `block` parallel points per item."""
+        if self.lane_dim is not None:
+            raise BrazeError(f"kernel {self.a.name}: a column reduction cannot be a combo sub-kernel "
+                             "(its lanes are blocked by the emitter; braze-combo-kernels leaves it standalone)")
+        allocate = [f"{c_type}* __restrict {name} = ({c_type}*)std::malloc(sizeof({c_type}) * "
+                    f"({' * '.join(f'n{d}' for d in self.a.reduce)}));" for name, c_type in self.buffers]
+        free = [f"std::free({name});" for name, _ in self.buffers]
+        points = " * ".join(f"n{d}" for d in parallel) or "1"
+        out = ["  {"] + ["    " + line for line in allocate]
+        out.append(f"    const int64_t stop = std::min<int64_t>(end * {block}, {points});")
+        if not parallel:
+            out.append("    if (first * " + str(block) + " < stop) {")
+            out.extend("      " + line for line in body)
+            out.append("    }")
+        elif not self.a.reduce:
+            last, outer = parallel[-1], parallel[:-1]
+            out.append(f"    for (int64_t point = first * {block}; point < stop;) {{")
+            out.append(f"      int64_t rest = point / n{last};")
+            out.append(f"      const int64_t start = point % n{last};")
+            for d in reversed(outer):
+                out.append(f"      const int64_t i{d} = rest % n{d}; rest /= n{d};")
+            out.append(f"      const int64_t run = std::min<int64_t>(n{last} - start, stop - point);")
+            out.append(f"      {self.simd()}")
+            out.append(f"      for (int64_t i{last} = start; i{last} < start + run; ++i{last}) {{")
+            out.extend("        " + line for line in body)
+            out.append("      }")
+            out.append("      point += run;")
+            out.append("    }")
+        else:
+            out.append(f"    for (int64_t point = first * {block}; point < stop; ++point) {{")
+            out.append("      int64_t rest = point;")
+            out += [f"      const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(parallel)]
+            out.extend("      " + line for line in body)
+            out.append("    }")
+        out += ["    " + line for line in free] + ["  }"]
+        return out
+
+
 @dataclass
 class CppUnit:
     source: str
     kernels: dict[str, KernelSpec]
-    # Launch function name -> the kernels it runs (see plan_launches).
+    # Combo launch function name -> its sub-kernels, in order.
     launches: dict[str, list[str]] = field(default_factory=dict)
 
 
-def _is_static(kernel: ir.OpView) -> bool:
-    dynamic = ir.ShapedType.get_dynamic_size()
-    values = list(kernel.operation.operands) + list(kernel.operation.results)
-    return all(isinstance(v.type, ir.RankedTensorType) and dynamic not in v.type.shape for v in values)
-
-
-def _work(kernel: ir.OpView) -> int:
-    return math.prod(kernel.attributes["static_domain"])
-
-
-def plan_launches(operations: list[ir.OpView]) -> list[list[int]]:
-    """Runs of small kernels to start with one call: consecutive in
-    `operations` (constants and parameters in between do not count), with
-    static shapes, fewer points than one kernel parallelizes over, and
-    independent of each other, so one OpenMP loop can spread the kernels
-    over the threads. Items are kernel numbers (their order among kernels)."""
-    launches: list[list[int]] = []
-    run: list[int] = []
-    produced: set = set()
-    number = -1
-
-    def close():
-        if len(run) > 1:
-            launches.append(list(run))
-        run.clear()
-        produced.clear()
-
-    for op in operations:
-        name = op.operation.name
-        if name in ("braze.constant", "braze.parameter", "arith.constant"):
-            continue
-        if name in ("braze.reshape", "braze.permute"):
-            # A view: it runs before the launch, or after it when it reads a
-            # result of the run (and then so do its users).
-            if any(v in produced for v in op.operation.operands):
-                produced.update(op.operation.results)
-            continue
-        if name != "braze.kernel":
-            close()
-            continue
-        number += 1
-        if not _is_static(op) or _work(op) >= PARALLEL_THRESHOLD:
-            close()
-            continue
-        if any(v in produced for v in op.operation.operands):
-            close()
-        run.append(number)
-        produced.update(op.operation.results)
-    close()
-    return launches
-
-
-def _launch_function(name: str, specs: list[KernelSpec]) -> str:
-    """Calls each kernel, spreading the kernels over the threads when there
-    is enough work in all. `buffers` holds every kernel's inputs, then every
-    kernel's results; `sizes` every kernel's sizes, one after the other."""
-    lines = [f'extern "C" int {name}(void* const* buffers, const int64_t* sizes) {{',
-             "  int failed = 0;"]
-    work = sum(math.prod(spec.static_domain) for spec in specs)
-    lines.append(f"  #pragma omp parallel for schedule(dynamic, 1) reduction(|:failed) "
-                 f"if({work} >= {PARALLEL_THRESHOLD})")
-    lines.append(f"  for (int k = 0; k < {len(specs)}; ++k) {{")
-    lines.append("    switch (k) {")
-    input_offset, result_offset, size_offset = 0, sum(len(s.input_types) for s in specs), 0
-    for number, spec in enumerate(specs):
-        inputs = [f"buffers[{input_offset + i}]" for i in range(len(spec.input_types))]
-        results = [f"buffers[{result_offset + i}]" for i in range(len(spec.result_types))]
-        lines.append(f"      case {number}: {{")
-        lines.append(f"        void* const own[] = {{{', '.join(inputs + results)}}};")
-        lines.append(f"        failed |= {spec.name}(own, sizes + {size_offset});")
-        lines.append("        break;")
-        lines.append("      }")
-        input_offset += len(spec.input_types)
-        result_offset += len(spec.result_types)
-        size_offset += spec.size_count
-    lines += ["    }", "  }", "  return failed;", "}"]
-    return "\n".join(lines)
-
-
-def emit(kernels: list[ir.OpView], launches: list[list[int]] = (),
+def emit(kernels: list[ir.OpView], combos: list[ir.OpView] = (),
          prefix: str = "braze_kernel") -> CppUnit:
-    """One translation unit holding every kernel, named `<prefix>_<n>`, and
-    one `<prefix>_launch_<m>` function per run of kernels in `launches`."""
-    parts = [PRELUDE, "#include <algorithm>\n#include <cstdlib>"]
+    """One translation unit holding every kernel, named `<prefix>_<n>` in
+    program order (`kernels`: those of the function, each combo's where
+    the combo is), and one `<prefix>_combo_<m>` launch function per combo
+    in `combos` (codegen/cpp/combo.py), whose sub-kernels are not
+    callable on their own."""
+    from braze.codegen.cpp.combo import ITEM_AT, render_combo, sub_kernel_blocks
+
+    parts = [PRELUDE, "#include <algorithm>\n#include <cstdlib>\n#include <omp.h>"]
+    if combos:
+        parts.append(ITEM_AT)
+    blocks = sub_kernel_blocks(combos)
     specs = {}
     for number, kernel in enumerate(kernels):
         analysis = KernelAnalysis(kernel, f"{prefix}_{number}")
-        parts.append(CppRenderer(analysis).render())
+        parts.append(CppRenderer(analysis).render(blocks.get(kernel)))
         specs[analysis.name] = analysis.spec()
-    names = list(specs)
+    names = dict(zip(kernels, specs))
     unit_launches = {}
-    for number, members in enumerate(launches):
-        name = f"{prefix}_launch_{number}"
-        unit_launches[name] = [names[k] for k in members]
-        parts.append(_launch_function(name, [specs[names[k]] for k in members]))
+    for number, combo in enumerate(combos):
+        name = f"{prefix}_combo_{number}"
+        members = [names[kernel] for kernel in combo_kernels(combo)]
+        unit_launches[name] = members
+        parts.append(render_combo(name, combo, [specs[m] for m in members]))
     return CppUnit("\n\n".join(parts) + "\n", specs, unit_launches)

@@ -1,6 +1,6 @@
 """The Triton emitter (codegen/triton/emitter.py): the kernel form as
 `@triton.jit` functions over blocks, one Python module per function."""
 
-from braze.codegen.triton.emitter import EXTENSION, LANGUAGE, TritonRenderer, render_module
+from braze.codegen.triton.emitter import EXTENSION, LANGUAGE, TritonRenderer, render_module, render_unit
 
-__all__ = ["EXTENSION", "LANGUAGE", "TritonRenderer", "render_module"]
+__all__ = ["EXTENSION", "LANGUAGE", "TritonRenderer", "render_module", "render_unit"]

@@ -42,7 +42,7 @@ from pathlib import Path
 from mlir import ir
 
 from braze.codegen.analysis import (BINARY, BINARY_MATH, CASTS, DIVIDING, KERNEL_BODY_OPS, REDUCTION_KINDS,
-                                    UNARY_MATH, WRAPPING, KernelAnalysis, type_name)
+                                    UNARY_MATH, WRAPPING, KernelAnalysis, combo_kernels, type_name)
 from braze.errors import BrazeError, format_location
 
 LANGUAGE = "Triton"
@@ -182,8 +182,11 @@ class TritonRenderer:
     language = LANGUAGE
     extension = EXTENSION
 
-    def __init__(self, analysis: KernelAnalysis, threads: int = DEFAULT_THREADS):
+    def __init__(self, analysis: KernelAnalysis, threads: int = DEFAULT_THREADS, sub_kernel: bool = False):
+        """`sub_kernel`: a combo's sub-kernel, called by the combo's launch
+        function with its program number `pid` (see codegen/triton/combo.py)."""
         self.a = a = analysis
+        self.sub_kernel = sub_kernel
         self.threads = threads
         schedule = a.kernel.attributes["braze.schedule"] if "braze.schedule" in a.kernel.attributes else None
         if schedule is not None:
@@ -246,6 +249,8 @@ class TritonRenderer:
         # Sizes are 64-bit whatever their value (Triton would pass small ones as i32).
         params += [f"n{d}: tl.int64" for d, size in enumerate(a.domain) if size is None]
         params += [f"s{n}_{d}: tl.int64" for n, value in enumerate(a.inputs) for d in range(value.type.rank)]
+        if self.sub_kernel:
+            params.append("pid")
         params.append("XBLOCK: tl.constexpr")
         if self.strategy == "looped":
             params.append("RBLOCK: tl.constexpr")
@@ -265,7 +270,7 @@ class TritonRenderer:
         for number in range(len(a.inputs)):
             self.names[a.arguments[2 * a.rank + number]] = f"in{number}"
         xnumel = " * ".join(f"n{d}" for d in a.parallel) or "1"
-        pid = "tl.program_id(0).to(tl.int64) * XBLOCK"
+        pid = "pid * XBLOCK" if self.sub_kernel else "tl.program_id(0).to(tl.int64) * XBLOCK"
         if not a.reduce:
             lines.append(f"    x = {pid} + tl.arange(0, XBLOCK)")
         else:
@@ -579,20 +584,40 @@ from triton.language.extra import libdevice'''
 
 def render_module(kernels: list, threads: int | None = None) -> tuple[str, dict]:
     """The module holding every kernel, and their specs by name."""
+    source, specs, _ = render_unit(kernels, (), threads)
+    return source, specs
+
+
+def render_unit(kernels: list, combos: list, threads: int | None = None) -> tuple[str, dict, dict]:
+    """The module holding every kernel (`kernels`: in program order; those
+    of `combos` as functions their combo's launch function calls), their
+    specs by name, and per combo its launch function's name -> its
+    sub-kernels."""
+    from braze.codegen.triton.combo import render_combo
+
     parts = []
     specs = {}
     helpers: set[str] = set()
+    inside = {kernel for combo in combos for kernel in combo_kernels(combo)}
+    names = {}
     for number, kernel in enumerate(kernels):
         analysis = KernelAnalysis(kernel, f"k{number}")
         analysis.name = f"{kernel_title(analysis)}_{number}"
         spec = analysis.spec()
-        renderer = TritonRenderer(analysis, threads or DEFAULT_THREADS)
+        renderer = TritonRenderer(analysis, threads or DEFAULT_THREADS, sub_kernel=kernel in inside)
         parts.append(renderer.render())
         helpers |= renderer.helpers
         spec.threads, spec.strategy = renderer.threads, renderer.strategy
         specs[analysis.name] = spec
+        names[kernel] = analysis.name
+    launches = {}
+    for number, combo in enumerate(combos):
+        members = [names[kernel] for kernel in combo_kernels(combo)]
+        name = f"combo_{number}"
+        launches[name] = members
+        parts.append(render_combo(name, combo, [specs[m] for m in members]))
     prelude = [HELPERS[name] for name in HELPERS if name in helpers]
-    return "\n\n\n".join([HEAD, *prelude, *parts]) + "\n", specs
+    return "\n\n\n".join([HEAD, *prelude, *parts]) + "\n", specs, launches
 
 
 assert set(BINARY) | set(WRAPPING) | set(DIVIDING) <= set(TEMPLATES)

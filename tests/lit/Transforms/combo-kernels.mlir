@@ -1,0 +1,168 @@
+// RUN: braze-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{remarks=true}))' | FileCheck %s
+// RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{remarks=true max-sub-kernels=2}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=CAP
+// RUN: braze-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{max-sub-kernels=2}))' 2>/dev/null | FileCheck %s --check-prefix=CAPIR
+// RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{remarks=true max-arguments=3}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=ARGS
+// RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{remarks=true max-live-bytes=1000}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=BYTES
+// RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{remarks=true max-live-values=4}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=LIVE
+// RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{remarks=true max-body-ops=4}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=BODY
+// RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{remarks=true per-sub-kernel-blocks=false}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=SHARED
+// RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels))' 2>&1 | FileCheck %s --check-prefix=QUIET
+
+// The caps, each with a low value (remarks in program order of the
+// decisions; "kernel #k" is the k-th kernel of the function).
+// CAP: remark: not grouped with kernel #0: the group has 2 sub-kernels (max-sub-kernels 2)
+// CAP: remark: stays standalone: no independent kernel to group with
+// CAP: remark: grouped as sub-kernel #0 of a combo of 2 kernels (dispatch round_robin)
+// CAP: remark: grouped as sub-kernel #1 of a combo of 2 kernels (dispatch round_robin)
+// CAPIR-LABEL: func.func @independent
+// CAPIR: braze.combo dispatch "round_robin"
+// CAPIR-SAME: : tensor<64xf32>, tensor<64xf32> {
+// ARGS: remark: not grouped with kernel #0: the group would take 4 buffer arguments (max-arguments 3)
+// ARGS: remark: not grouped with kernel #0: the group would take 4 buffer arguments (max-arguments 3)
+// ARGS: remark: not grouped with kernel #1: the group would take 4 buffer arguments (max-arguments 3)
+// BYTES: remark: not grouped with kernel #0: the group's inputs and results would hold 1024 bytes (max-live-bytes 1000)
+// BYTES: remark: not grouped with kernel #0: the group's inputs and results would hold 16512 bytes (max-live-bytes 1000)
+// BYTES: remark: grouped as sub-kernel #0 of a combo of 2 kernels
+// The register guard: exp and neg keep at most 4 values live; an add with
+// a broadcast operand 5.
+// LIVE: remark: grouped as sub-kernel #0 of a combo of 3 kernels (dispatch round_robin)
+// LIVE: remark: stays standalone: register pressure: 5 values live at once (max-live-values 4)
+// BODY: remark: grouped as sub-kernel #0 of a combo of 3 kernels
+// BODY: remark: stays standalone: register pressure: {{[0-9]+}} ops in its body (max-body-ops 4)
+// SHARED: remark: not grouped with kernel #0: it would mix pointwise kernels and reductions without per-sub-kernel blocks
+// SHARED: remark: not grouped with kernel #0: a data path leads from kernel #0 to it
+// SHARED: remark: not grouped with kernel #0: a data path leads from the group to it through other groups
+// SHARED: remark: not grouped with kernel #1: a data path leads from kernel #1 to it
+
+// Remarks are opt-in.
+// QUIET-NOT: remark
+
+// Tests that three independent pointwise kernels become one combo with one
+// sub-kernel each, their own schedules, and round-robin dispatch (equal,
+// static work items); the combo's results replace the kernels'.
+// CHECK-LABEL: func.func @independent
+// CHECK: %[[C:.*]]:3 = braze.combo dispatch "round_robin" schedules [{block = 1024 : i64, cost = {{[0-9]+}} : i64}, {block = 1024 : i64, cost = {{[0-9]+}} : i64}, {block = 1024 : i64, cost = {{[0-9]+}} : i64}] : tensor<64xf32>, tensor<64xf32>, tensor<64xf32> {
+// CHECK: braze.kernel ins(%{{.*}} : tensor<64xf32>)
+// CHECK: braze.combo_yield %{{.*}} : tensor<64xf32>
+// CHECK-NEXT: }, {
+// CHECK: braze.combo_yield
+// CHECK-NEXT: }, {
+// CHECK: braze.combo_yield
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[C]]#0, %[[C]]#1, %[[C]]#2
+func.func @independent(%x: tensor<64xf32>, %y: tensor<64xf32>, %z: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) {
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 3 kernels (dispatch round_robin)}}
+  %a = braze.exp %x : tensor<64xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 3 kernels (dispatch round_robin)}}
+  %b = braze.neg %y : tensor<64xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #2 of a combo of 3 kernels (dispatch round_robin)}}
+  %c = braze.tanh %z : tensor<64xf32>
+  return %a, %b, %c : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// Tests an indirect data path: A -> (a GEMM) -> C keeps A and C apart even
+// though no kernel lies between them; D, independent, joins A. The combo
+// sits at its last member, before the GEMM that reads A.
+// CHECK-LABEL: func.func @indirect
+// CHECK: %[[AD:.*]]:2 = braze.combo dispatch "sequential"
+// CHECK: braze.matmul %[[AD]]#0
+// CHECK: %[[C:.*]] = braze.kernel
+// CHECK-NOT: braze.combo
+func.func @indirect(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>, %y: tensor<2048xf32>) -> (tensor<4x4xf32>, tensor<2048xf32>) {
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 2 kernels (dispatch sequential)}}
+  %a = braze.exp %x : tensor<4x4xf32>
+  %m = braze.matmul %a, %w : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 2 kernels (dispatch sequential)}}
+  %d = braze.neg %y : tensor<2048xf32>
+  // expected-remark @+2 {{not grouped with kernel #0: a data path leads from kernel #0 to it}}
+  // expected-remark @+1 {{stays standalone: no independent kernel to group with}}
+  %c = braze.exp %m : tensor<4x4xf32>
+  return %c, %d : tensor<4x4xf32>, tensor<2048xf32>
+}
+
+// -----
+
+// Tests that ops between members that read an earlier member move after the
+// combo (a view of A between A and B).
+// CHECK-LABEL: func.func @moves_dependents
+// CHECK: %[[AB:.*]]:2 = braze.combo
+// CHECK: braze.reshape %[[AB]]#0
+func.func @moves_dependents(%x: tensor<4x4xf32>, %y: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>) {
+  // expected-remark @+1 {{grouped as sub-kernel #0}}
+  %a = braze.exp %x : tensor<4x4xf32>
+  %v = braze.reshape %a : tensor<4x4xf32> -> tensor<16xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #1}}
+  %b = braze.neg %y : tensor<16xf32>
+  return %v, %b : tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// Tests a path through another group: R1 (a reduction) and P1 (pointwise)
+// may not share blocks (SHARED), so P1 opens a second group; P2 reads R1
+// and joins P1's group; R2 reads P1: it may not join R1's group, or the two
+// groups would each wait for the other. With per-sub-kernel blocks (the
+// default) everything independent groups.
+// CHECK-LABEL: func.func @through_groups
+// CHECK: braze.combo dispatch "round_robin" schedules [{block = 64 : i64, cost = {{[0-9]+}} : i64, rblock = 64 : i64}, {block = 1024 : i64, cost = {{[0-9]+}} : i64}]
+// CHECK: braze.combo dispatch "round_robin" schedules [{block = 1024 : i64, cost = {{[0-9]+}} : i64}, {block = 64 : i64, cost = {{[0-9]+}} : i64, rblock = 64 : i64}]
+func.func @through_groups(%x: tensor<4x64xf32>, %y: tensor<4x64xf32>) -> (tensor<4x1xf32>, tensor<4x64xf32>, tensor<4xf32>) {
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 2 kernels (dispatch round_robin)}}
+  %r1 = braze.sum %x dims [1] keepdim : tensor<4x64xf32> -> tensor<4x1xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 2 kernels}}
+  %p1 = braze.exp %y : tensor<4x64xf32>
+  // expected-remark @+2 {{not grouped with kernel #0: a data path leads from kernel #0 to it}}
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 2 kernels}}
+  %p2 = braze.add %y, %r1 : tensor<4x64xf32>, tensor<4x1xf32> -> tensor<4x64xf32>
+  // expected-remark @+2 {{not grouped with kernel #0: a data path leads from kernel #1 to it}}
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 2 kernels}}
+  %r2 = braze.sum %p1 dims [1] : tensor<4x64xf32> -> tensor<4xf32>
+  // expected-remark @+3 {{not grouped with kernel #0: a data path leads from kernel #0 to it}}
+  // expected-remark @+2 {{not grouped with kernel #2: a data path leads from kernel #2 to it}}
+  // expected-remark @+1 {{stays standalone: no independent kernel to group with}}
+  %o = braze.add %p2, %p1 : tensor<4x64xf32>, tensor<4x64xf32> -> tensor<4x64xf32>
+  return %r1, %o, %r2 : tensor<4x1xf32>, tensor<4x64xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests the reduction separation and the size cap: a sum over 4096 points
+// and a pointwise kernel of 2^21 points stay standalone; a sum over 64
+// points joins a small exp, with rblock scaled to its row and 64 rows per
+// work item.
+// CHECK-LABEL: func.func @large_kernels
+// CHECK: braze.kernel ins(%{{.*}} : tensor<2x4096xf32>)
+// CHECK: braze.kernel ins(%{{.*}} : tensor<2097152xf32>)
+// CHECK: braze.combo dispatch "round_robin" schedules [{block = 64 : i64, cost = {{[0-9]+}} : i64, rblock = 64 : i64}, {block = 1024 : i64, cost = {{[0-9]+}} : i64}]
+func.func @large_kernels(%x: tensor<2x4096xf32>, %w: tensor<2097152xf32>, %y: tensor<2x64xf32>, %z: tensor<128xf32>) -> (tensor<2xf32>, tensor<2097152xf32>, tensor<2xf32>, tensor<128xf32>) {
+  // expected-remark @+1 {{stays standalone: reduces over 4096 points (max-reduction-extent 2048)}}
+  %a = braze.sum %x dims [1] : tensor<2x4096xf32> -> tensor<2xf32>
+  // expected-remark @+1 {{stays standalone: has 2097152 points (max-points 1048576)}}
+  %v = braze.neg %w : tensor<2097152xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 2 kernels (dispatch round_robin)}}
+  %b = braze.sum %y dims [1] : tensor<2x64xf32> -> tensor<2xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 2 kernels (dispatch round_robin)}}
+  %c = braze.exp %z : tensor<128xf32>
+  return %a, %v, %b, %c : tensor<2xf32>, tensor<2097152xf32>, tensor<2xf32>, tensor<128xf32>
+}
+
+// -----
+
+// Tests that dynamic extents give sequential dispatch (item counts unknown
+// until the call), and that an op with side effects ends every group.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: braze.combo dispatch "sequential"
+// CHECK: braze.extern
+// CHECK-NOT: braze.combo
+func.func @dynamic(%x: tensor<?x8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>) -> (tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 2 kernels (dispatch sequential)}}
+  %a = braze.exp %x : tensor<?x8xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 2 kernels (dispatch sequential)}}
+  %b = braze.neg %y : tensor<8xf32>
+  %r = braze.extern "aten.cumsum.default" (%z) args [0 : index, 0] : (tensor<8xf32>) -> tensor<8xf32>
+  // expected-remark @+1 {{stays standalone: no independent kernel to group with}}
+  %c = braze.tanh %r : tensor<8xf32>
+  return %a, %b, %c : tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
