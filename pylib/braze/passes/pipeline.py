@@ -279,7 +279,7 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None) -> None:
 
 
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
-                         collapse_dims: bool = True) -> str:
+                         collapse_dims: bool = True, fold_layouts: bool = True) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own)."""
     # With the fusion log topic on, the fusion pass explains its decisions.
@@ -287,4 +287,6 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{remarks}}}," if fuse else ""
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""
-    return f"braze-simplify,func.func({fusion}braze-lower-kernels{layout}{collapse}),cse"
+    fold = f",braze-fold-layouts{{{remarks.strip()}}}" if remarks else ",braze-fold-layouts"
+    fold = fold if fold_layouts else ""
+    return f"braze-simplify,func.func({fusion}braze-lower-kernels{fold}{layout}{collapse}),cse"

@@ -38,6 +38,10 @@ class TargetOptions:
     channels_last: bool = True
     # Merge a kernel's short trailing dims into one loop (braze-collapse-dims).
     collapse_dims: bool = True
+    # Read permutes, expands, slices and reshapes in place (strided GEMM
+    # operands, kernel index maps) instead of copying them on the host
+    # (braze-fold-layouts).
+    fold_layouts: bool = True
     # Measure each static convolution in both memory formats and run it in
     # the faster (braze-tune-convolutions; the CPU target only): an
     # alternative to channels_last; its choice depends on the machine's load.
@@ -106,7 +110,7 @@ class Target:
         from braze.passes import kernel_form_pipeline
 
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
-                                        options.collapse_dims)
+                                        options.collapse_dims, options.fold_layouts)
         if self.gpu:
             pipeline += f",func.func(braze-gpu-schedule{{target={self.schedule_target or self.name} threads={int(options.threads)}}})"
         return pipeline
