@@ -684,5 +684,6 @@ def Braze_StoreOp : Braze_Op<"store", [HasParent<"KernelOp">]> {
 }
 
 include "BrazeHostOps.td"
+include "BrazeFusedGemm.td"
 
 #endif // BRAZE_OPS
