@@ -366,16 +366,13 @@ unsigned foldViewsIntoKernel(KernelOp kernel) {
   return folded;
 }
 
-/// A kernel copying `value` into a contiguous tensor of its type; its views
-/// are then folded into it, so it reads their source.
+/// A kernel copying `value` (of a static shape: a dynamic extent would have
+/// to be read from the view, which then stays) into a contiguous tensor;
+/// its views are then folded into it, so it reads their source.
 Value copyKernel(OpBuilder &builder, Location loc, Value value) {
   RankedTensorType type = typeOf(value);
-  SmallVector<Value> extents;
-  for (int64_t dim = 0; dim < type.getRank(); ++dim)
-    if (type.isDynamicDim(dim))
-      extents.push_back(tensor::DimOp::create(builder, loc, value, dim));
   auto kernel = KernelOp::create(builder, loc, TypeRange{type}, ValueRange{value},
-                                 extents, type.getShape(), ArrayRef<int64_t>{});
+                                 ValueRange{}, type.getShape(), ArrayRef<int64_t>{});
   OpBuilder::InsertionGuard guard(builder);
   Block *body = builder.createBlock(&kernel.getBody());
   for (int64_t i = 0; i < 2 * type.getRank(); ++i)
@@ -395,8 +392,11 @@ Value copyKernel(OpBuilder &builder, Location loc, Value value) {
   return kernel.getResult(0);
 }
 
-/// Whether a copy kernel reading `value` would read no view that copies.
+/// Whether a copy kernel can make `value`: its shape is static and it
+/// would read no view that copies.
 bool copyReadsInPlace(Value value) {
+  if (!typeOf(value).hasStaticShape())
+    return false;
   Operation *op = value.getDefiningOp();
   while (isView(op) && worthFolding(op)) {
     value = op->getOperand(0);
@@ -540,7 +540,8 @@ struct FoldLayoutsPass
         continue;
       if (!copyReadsInPlace(value)) {
         remark(gemm, "operand #" + Twine(operand.getOperandNumber()) +
-                         " is a layout no index map expresses: left as is");
+                         " needs a copy that no copy kernel makes (a dynamic "
+                         "shape, or no index map): left as is");
         continue;
       }
       OpBuilder builder(gemm);
@@ -578,9 +579,10 @@ struct FoldLayoutsPass
       if (reshape.use_empty() || viewLayout(reshape.getResult()) ||
           !viewLayout(reshape.getInput()))
         continue;
-      if (!hasIndexMap(reshape)) {
-        remark(reshape, "no strided view has this shape and no index map "
-                        "expresses it: left as is");
+      if (!hasIndexMap(reshape) || !reshape.getType().hasStaticShape()) {
+        remark(reshape, "no strided view has this shape, and no copy kernel "
+                        "makes it (a dynamic shape, or no index map): left "
+                        "as is");
         continue;
       }
       OpBuilder builder(reshape);

@@ -192,9 +192,33 @@ func.func @returned_reshape(%x: tensor<4x6xbf16>) -> tensor<3x8xbf16> {
 // CHECK-NOT: braze.kernel
 func.func @dynamic_reshape(%x: tensor<?x6xf32>, %w: tensor<6x4xf32>) -> tensor<?x4xf32> {
   %t = braze.permute %x [1, 0] : tensor<?x6xf32> -> tensor<6x?xf32>
-  // expected-remark @+1 {{no strided view has this shape and no index map expresses it: left as is}}
+  // expected-remark @+1 {{no strided view has this shape, and no copy kernel makes it (a dynamic shape, or no index map): left as is}}
   %r = braze.reshape %t : tensor<6x?xf32> -> tensor<?x6xf32>
-  // expected-remark @+1 {{operand #0 is a layout no index map expresses: left as is}}
+  // expected-remark @+1 {{operand #0 needs a copy that no copy kernel makes (a dynamic shape, or no index map): left as is}}
   %y = braze.matmul %r, %w : tensor<?x6xf32>, tensor<6x4xf32> -> tensor<?x4xf32>
   return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that a kernel with a dynamic batch reads a reshape of a transposed
+// tensor (a copy at run time) through an index map: the dynamic dim maps one
+// to one, the static ones are re-split.
+// CHECK-LABEL: func.func @dynamic_kernel
+// CHECK-SAME: (%[[X:.*]]: tensor<?x8x4xf32>, %[[N:.*]]: index)
+// CHECK: braze.kernel ins(%[[X]] : tensor<?x8x4xf32>) domain [%[[N]], 32]
+// CHECK: ^bb0(%[[I:.*]]: index, %[[J:.*]]: index, %{{.*}}: index, %{{.*}}: index, %[[A:.*]]: tensor<?x8x4xf32>):
+// CHECK-DAG: %[[R:.*]] = arith.remsi %[[J]], %{{.*}} : index
+// CHECK-DAG: %[[Q:.*]] = arith.divsi %[[J]], %{{.*}} : index
+// CHECK: tensor.extract %[[A]][%[[I]], %[[R]], %[[Q]]] : tensor<?x8x4xf32>
+func.func @dynamic_kernel(%x: tensor<?x8x4xf32>, %n: index) -> tensor<?x32xf32> {
+  %t = braze.permute %x [0, 2, 1] : tensor<?x8x4xf32> -> tensor<?x4x8xf32>
+  %r = braze.reshape %t : tensor<?x4x8xf32> -> tensor<?x32xf32>
+  %y = braze.kernel ins(%r : tensor<?x32xf32>) domain [%n, 32] reduce [] : tensor<?x32xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<?x32xf32>):
+    %v = tensor.extract %a[%i, %j] : tensor<?x32xf32>
+    %w = arith.mulf %v, %v : f32
+    braze.store %w, 0 [%i, %j] : f32
+  }
+  return %y : tensor<?x32xf32>
 }
