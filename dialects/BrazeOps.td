@@ -289,8 +289,11 @@ def Braze_MatmulOp : Braze_InferredOp<"matmul"> {
 }
 
 def Braze_BmmOp : Braze_InferredOp<"bmm"> {
-  let summary = "batched matrix product [B, M, K] x [B, K, N] -> [B, M, N]";
+  let summary = "batched matrix product [B..., M, K] x [B..., K, N] -> [B..., M, N]";
   let description = [{
+    One or more batch dims, the same in both operands (captured products
+    have one; braze-fold-layouts keeps dims apart that no stride merges).
+
     ```mlir
     %c = braze.bmm %a, %b : tensor<8x?x64xf32>, tensor<8x64x?xf32> -> tensor<8x?x?xf32>
     ```
@@ -685,5 +688,6 @@ include "BrazeHostOps.td"
 include "BrazeControlFlowOps.td"
 include "BrazeCollectiveOps.td"
 include "BrazeComboOps.td"
+include "BrazeFusedGemm.td"
 
 #endif // BRAZE_OPS

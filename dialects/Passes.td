@@ -544,4 +544,66 @@ def BrazeComboKernels : Pass<"braze-combo-kernels", "mlir::func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Layouts
+//===----------------------------------------------------------------------===//
+
+def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
+  let summary = "Absorb permute, expand, slice and reshape into their consumers, so no layout is copied on the host";
+  let description = [{
+    At run time a permute, expand or slice is a view (its source's strides),
+    and a reshape is a view where torch's stride rule allows it and a copy
+    otherwise: `reshape(permute(x))` that merges a head dim with the batch,
+    or GQA's `reshape(expand(k))`. This pass removes those copies:
+
+    - a `braze.bmm` whose operands are reshapes merging batch dims (a copy)
+      becomes a batched product over the batch dims both operands split
+      into, reading strided views (the runtime runs one library call per
+      outer batch index when the batch dims have no single stride);
+    - a `braze.kernel` reads the source of a permute, expand or slice input,
+      and of a reshape input that is not a view of a contiguous tensor,
+      through an index map in its body (the input's indices permuted, set
+      to 0 where it broadcasts, scaled and offset where it is sliced,
+      re-split where it is reshaped);
+    - a GEMM operand that a BLAS cannot read in place (no strided view has
+      its layout, or neither matrix dim has unit stride), and any other
+      reshape that would copy, becomes one copy `braze.kernel` that reads
+      the view's source through its index map.
+
+    Views nothing reads any more are erased. A reshape whose dims do not
+    split into groups of equal size (or whose dynamic dims do not map one to
+    one) has no index map and is left as it is (a remark says so).
+
+    ```mlir
+    %p = braze.permute %q [0, 2, 1, 3] : tensor<2x8x4x8xf32> -> tensor<2x4x8x8xf32>
+    %m = braze.reshape %p : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+    %k = braze.reshape %kt : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+    %s = braze.bmm %m, %k : tensor<8x8x8xf32>, tensor<8x8x8xf32> -> tensor<8x8x8xf32>
+    ```
+    becomes
+    ```mlir
+    %p = braze.permute %q [0, 2, 1, 3] : tensor<2x8x4x8xf32> -> tensor<2x4x8x8xf32>
+    %b = braze.bmm %p, %kt : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+    %s = braze.reshape %b : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+    ```
+
+    With `remarks=true` each batched product, copy kernel and layout left
+    alone gets a remark saying why (the `fusion` log topic shows them).
+  }];
+  let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each batched product, copy kernel and layout left as is">,
+  ];
+  let statistics = [
+    Statistic<"numFoldedViews", "folded-views",
+              "Views read through a kernel's index map">,
+    Statistic<"numBatchedProducts", "batched-products",
+              "Batched products made to read strided batch dims">,
+    Statistic<"numCopyKernels", "copy-kernels",
+              "Layouts no view expresses, made by a copy kernel">,
+  ];
+}
+
 #endif // BRAZE_PASSES

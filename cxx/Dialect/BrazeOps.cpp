@@ -382,8 +382,12 @@ LogicalResult BmmOp::inferReturnTypes(MLIRContext *,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
   OpDiagnostic diag(loc, getOperationName());
+  // Several batch dims: braze-fold-layouts keeps a head dim apart from the
+  // batch where no stride merges them.
+  auto lhsType = dyn_cast<RankedTensorType>(adaptor.getLhs().getType());
+  int64_t rank = std::max<int64_t>(3, lhsType ? lhsType.getRank() : 3);
   FailureOr<SmallVector<int64_t>> shape =
-      inferMatmulShape(diag, adaptor.getLhs(), adaptor.getRhs(), 3, 0);
+      inferMatmulShape(diag, adaptor.getLhs(), adaptor.getRhs(), rank, 0);
   if (failed(shape))
     return failure();
   inferred.push_back(RankedTensorType::get(

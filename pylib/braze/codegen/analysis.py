@@ -100,6 +100,15 @@ def function_kernels(operations: list) -> tuple[list, list]:
     return kernels, combos
 
 
+def _positive_constant(value: ir.Value) -> bool:
+    """Whether `value` is an integer constant above 0 (a divisor that
+    cannot fail: braze-fold-layouts' index maps divide by dim sizes)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+        return False
+    return ir.IntegerAttr(owner.operation.attributes["value"]).value > 0
+
+
 def type_name(type_: ir.Type) -> str:
     """`f32`, `bf16`, `i64`, `index`, ...: the key of every type table."""
     return "index" if isinstance(type_, ir.IndexType) else str(type_)
@@ -198,7 +207,7 @@ class KernelAnalysis:
             name = op.operation.name
             if name not in KERNEL_BODY_OPS:
                 raise self.fail(op, "is not a kernel-form body op")
-            if name in DIVIDING:
+            if name in DIVIDING and not _positive_constant(op.operation.operands[1]):
                 self.can_fail = True
             if name == "braze.reduce":
                 self.stages.append(Stage([op.operation.operands[0]], op))

@@ -147,9 +147,9 @@ def take(op):
             if bool(out_of_range.any()):
                 bad = indices[out_of_range].flatten()[0].item()
                 raise op_error(op, f"index {bad} is out of range [0, {limit}) along dim {dim}")
-        picked = torch.index_select(table, dim, indices.reshape(-1).to(torch.int64))
-        shape = [*table.shape[:dim], *indices.shape, *table.shape[dim + 1 :]]
-        return [picked.reshape(shape)]
+        # Advanced indexing reads strided (e.g. expanded) indices in place,
+        # where flattening them for index_select would copy.
+        return [table[(slice(None),) * dim + (indices,)]]
 
     return run
 

@@ -4,6 +4,8 @@ device (a BLAS and oneDNN on the CPU, cuBLAS and cuDNN on CUDA)."""
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from braze.hostops.table import op_error, prepares
@@ -16,7 +18,32 @@ def matmul(op):
 
 @prepares("braze.bmm")
 def bmm(op):
-    return lambda operands, context: [torch.bmm(*operands)]
+    def run(operands, context):
+        lhs, rhs = operands
+        return [torch.bmm(lhs, rhs) if lhs.dim() == 3 else batched_product(lhs, rhs)]
+
+    return run
+
+
+def _merged_from(tensor: torch.Tensor, batch_rank: int) -> int:
+    """The first of the trailing batch dims that one stride steps through."""
+    first = batch_rank - 1
+    while first > 0 and tensor.stride(first - 1) == tensor.stride(first) * tensor.shape[first]:
+        first -= 1
+    return first
+
+
+def batched_product(lhs: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+    """[B..., M, K] x [B..., K, N] over several batch dims, reading strided
+    views in place (torch.matmul would copy a batch no one stride steps
+    through): one torch.bmm over the trailing batch dims that one stride
+    steps through in every tensor, per index of the others."""
+    *batch, rows, _ = lhs.shape
+    out = torch.empty(*batch, rows, rhs.shape[-1], dtype=lhs.dtype, device=lhs.device)
+    first = max(_merged_from(t, len(batch)) for t in (lhs, rhs, out))
+    for index in itertools.product(*(range(size) for size in batch[:first])):
+        torch.bmm(lhs[index].flatten(0, -3), rhs[index].flatten(0, -3), out=out[index].flatten(0, -3))
+    return out
 
 
 @prepares("braze.addmm")

@@ -315,7 +315,8 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: Pi
 
 
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
-                         collapse_dims: bool = True, remarks: bool = False, overlap: bool = True) -> str:
+                         collapse_dims: bool = True, remarks: bool = False, overlap: bool = True,
+                         fold_layouts: bool = True) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). With `remarks` (or the
     fusion log topic on), the fusion and overlap passes explain their
@@ -325,10 +326,11 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{explain}}}," if fuse else ""
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""
+    fold = (f",braze-fold-layouts{{{explain.strip()}}}" if explain else ",braze-fold-layouts") if fold_layouts else ""
     verify = "braze-verify-collective-order"
     moves = f",braze-overlap{{{explain.strip()}}},{verify}" if overlap and explain else (
         f",braze-overlap,{verify}" if overlap else "")
-    return (f"braze-simplify,func.func({verify},{fusion}braze-lower-kernels{layout}{collapse}),cse,"
+    return (f"braze-simplify,func.func({verify},{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"
             f"func.func({verify}{moves})")
 
 

@@ -44,6 +44,10 @@ class TargetOptions:
     # Start independent small kernels as one launch (braze-combo-kernels;
     # on targets whose renderers spell braze.combo).
     combo_kernels: bool = True
+    # Read permutes, expands, slices and reshapes in place (strided GEMM
+    # operands, kernel index maps) instead of copying them on the host
+    # (braze-fold-layouts).
+    fold_layouts: bool = True
     # Measure each static convolution in both memory formats and run it in
     # the faster (braze-tune-convolutions; the CPU target only): an
     # alternative to channels_last; its choice depends on the machine's load.
@@ -120,7 +124,7 @@ class Target:
 
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
                                         options.collapse_dims, remarks=options.report is not None,
-                                        overlap=options.overlap)
+                                        overlap=options.overlap, fold_layouts=options.fold_layouts)
         if options.combo_kernels and self.combo_arguments:
             pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:

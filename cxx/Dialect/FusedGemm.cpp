@@ -1,0 +1,154 @@
+//===- FusedGemm.cpp - the verifier of braze.fused_gemm -------------------===//
+
+#include "Dialect/BrazeOps.h"
+
+using namespace mlir;
+using namespace braze;
+
+namespace {
+std::string formatDim(int64_t size) {
+  return ShapedType::isDynamic(size) ? "?" : std::to_string(size);
+}
+
+/// Whether two dims can be equal (equal, or one unknown).
+bool agree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+/// The accumulator types a product of `element`s may use.
+bool isAccumulatorFor(Type accumulator, Type element) {
+  if (isa<FloatType>(element))
+    return accumulator.isF32() || accumulator.isF64();
+  if (element.isSignlessInteger() && !element.isInteger(1))
+    return accumulator.isSignlessInteger(32) ||
+           accumulator.isSignlessInteger(64);
+  return false;
+}
+} // namespace
+
+LogicalResult FusedGemmOp::verify() {
+  auto lhs = cast<RankedTensorType>(getLhs().getType());
+  auto rhs = cast<RankedTensorType>(getRhs().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  int64_t rank = lhs.getRank();
+  if (rank < 2)
+    return emitOpError("lhs must have rank 2 or more ([batch..., M, K]), got "
+                       "rank ")
+           << rank;
+  if (rhs.getRank() != rank || result.getRank() != rank)
+    return emitOpError("lhs, rhs and the result must have one rank, got ")
+           << rank << ", " << rhs.getRank() << " and " << result.getRank();
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOpError("lhs and rhs must have one element type, got ")
+           << lhs.getElementType() << " and " << rhs.getElementType();
+  Type accumulator = getAccumulator();
+  if (!isAccumulatorFor(accumulator, lhs.getElementType()))
+    return emitOpError("accumulator ")
+           << accumulator << " cannot accumulate a product of "
+           << lhs.getElementType()
+           << " (f32 or f64 for floats, i32 or i64 for integers)";
+  ArrayRef<int64_t> l = lhs.getShape(), r = rhs.getShape(),
+                    out = result.getShape();
+  for (int64_t b = 0; b < rank - 2; ++b)
+    if (!agree(l[b], r[b]) || !agree(l[b], out[b]))
+      return emitOpError("batch dim ")
+             << b << " is " << formatDim(l[b]) << " in lhs, "
+             << formatDim(r[b]) << " in rhs and " << formatDim(out[b])
+             << " in the result";
+  bool tl = getTransposeLhs(), tr = getTransposeRhs();
+  int64_t m = l[rank - (tl ? 1 : 2)], lk = l[rank - (tl ? 2 : 1)];
+  int64_t rk = r[rank - (tr ? 1 : 2)], n = r[rank - (tr ? 2 : 1)];
+  if (!agree(lk, rk))
+    return emitOpError("contraction dim mismatch: lhs has K = ")
+           << formatDim(lk) << " but rhs has K = " << formatDim(rk)
+           << (tl || tr ? " (after the transpose flags)" : "");
+  if (!agree(m, out[rank - 2]) || !agree(n, out[rank - 1]))
+    return emitOpError("result must be [..., M, N] = [..., ")
+           << formatDim(m) << ", " << formatDim(n) << "], got [..., "
+           << formatDim(out[rank - 2]) << ", " << formatDim(out[rank - 1])
+           << "]";
+
+  // Scales: f32, a scalar or one per row of the product.
+  for (auto [scale, name, rows] :
+       {std::tuple{getLhsScale(), "lhs_scale", m},
+        std::tuple{getRhsScale(), "rhs_scale", n}}) {
+    if (!scale)
+      continue;
+    auto type = cast<RankedTensorType>(scale.getType());
+    if (!type.getElementType().isF32())
+      return emitOpError(name) << " must be f32, got " << type.getElementType();
+    if (type.getRank() > 1 ||
+        (type.getRank() == 1 && !agree(type.getDimSize(0), rows)))
+      return emitOpError(name)
+             << " must be a scalar (rank 0) or have one element per "
+             << (StringRef(name) == "lhs_scale" ? "row (M = " : "column (N = ")
+             << formatDim(rows) << "), got " << type;
+  }
+
+  // Extras: one indexing entry each, shaped as it says.
+  ArrayAttr indexing = getIndexing();
+  if (indexing.size() != getExtras().size())
+    return emitOpError("has ")
+           << getExtras().size() << " extra operand(s) but "
+           << indexing.size() << " indexing entr"
+           << (indexing.size() == 1 ? "y" : "ies");
+  for (auto [number, pair] :
+       llvm::enumerate(llvm::zip_equal(getExtras(), indexing))) {
+    auto [extra, entry] = pair;
+    auto type = cast<RankedTensorType>(extra.getType());
+    StringRef how = cast<StringAttr>(entry).getValue();
+    ArrayRef<int64_t> shape = type.getShape();
+    bool fits;
+    if (how == "mn")
+      fits = (shape.size() == 2 || shape.size() == static_cast<size_t>(rank)) &&
+             llvm::all_of(llvm::zip(llvm::reverse(shape), llvm::reverse(out)),
+                          [](auto dims) {
+                            return agree(std::get<0>(dims), std::get<1>(dims));
+                          });
+    else if (how == "n")
+      fits = shape.size() == 1 && agree(shape[0], n);
+    else if (how == "m")
+      fits = shape.size() == 1 && agree(shape[0], m);
+    else if (how == "scalar")
+      fits = shape.empty();
+    else
+      return emitOpError("extra #")
+             << number << " has indexing '" << how
+             << "'; expected \"mn\", \"n\", \"m\" or \"scalar\"";
+    if (!fits)
+      return emitOpError("extra #")
+             << number << " is indexed by '" << how << "' but has type "
+             << type << " (the product is [..., " << formatDim(m) << ", "
+             << formatDim(n) << "])";
+  }
+  return success();
+}
+
+LogicalResult FusedGemmOp::verifyRegions() {
+  Block &body = getEpilogue().front();
+  SmallVector<Type> expected{getAccumulator()};
+  for (Value extra : getExtras())
+    expected.push_back(cast<RankedTensorType>(extra.getType()).getElementType());
+  if (body.getNumArguments() != expected.size())
+    return emitOpError("epilogue must take ")
+           << expected.size()
+           << " argument(s) (the accumulator element, then one element per "
+              "extra), got "
+           << body.getNumArguments();
+  for (auto [number, pair] :
+       llvm::enumerate(llvm::zip_equal(body.getArgumentTypes(), expected))) {
+    auto [have, want] = pair;
+    if (have != want)
+      return emitOpError("epilogue argument #")
+             << number << " must be " << want << ", got " << have;
+  }
+  auto yield = body.empty() ? GemmYieldOp() : dyn_cast<GemmYieldOp>(body.back());
+  if (!yield)
+    return emitOpError("epilogue must end with braze.gemm_yield");
+  Type element = cast<RankedTensorType>(getResult().getType()).getElementType();
+  if (yield.getValue().getType() != element)
+    return emitOpError("epilogue yields ")
+           << yield.getValue().getType() << " but the result's elements are "
+           << element;
+  return success();
+}

@@ -1,0 +1,76 @@
+//===- BrazeFusedGemm.td - a GEMM with its epilogue -------*- tablegen -*-===//
+//
+// `braze.fused_gemm`: one matrix product whose epilogue (bias, activation,
+// residual, casts) runs on each accumulator element while it is in
+// registers, instead of a round trip through memory per pointwise op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAZE_FUSED_GEMM
+#define BRAZE_FUSED_GEMM
+
+def Braze_FusedGemmOp : Braze_Op<"fused_gemm", [Pure, IsolatedFromAbove,
+    AttrSizedOperandSegments, SingleBlock]> {
+  let summary = "matrix product whose epilogue runs on each accumulator element";
+  let description = [{
+    `lhs` is `[B..., M, K]` (`[B..., K, M]` with `transpose_lhs`), `rhs` is
+    `[B..., K, N]` (`[B..., N, K]` with `transpose_rhs`); the batch dims
+    (none or several) are the same in both. M, N and K are static or
+    dynamic (`?`), as the operand types say. The product accumulates in
+    `accumulator` (f32 for f16/bf16/f32 inputs, or f64; i32 or i64 for
+    integer inputs).
+
+    `lhs_scale` and `rhs_scale` (optional, f32) multiply the accumulator
+    before the epilogue: a scalar (rank 0: a per-tensor scale, also a
+    global scale given at run time) or one per row of the product (`[M]`
+    for `lhs_scale`, `[N]` for `rhs_scale`: row-wise scales).
+
+    The epilogue region runs once per element `(b..., m, n)` of the result.
+    Its block takes the scaled accumulator element, then one element of each
+    of `extras`, read as `indexing` says, entry by entry: `"mn"` (a tensor
+    shaped like the result, or `[M, N]` shared by the batch), `"n"` (`[N]`,
+    e.g. a bias), `"m"` (`[M]`) or `"scalar"` (rank 0). It yields the result
+    element (of the result's element type) with `braze.gemm_yield`.
+
+    ```mlir
+    %y = braze.fused_gemm %x, %w extras(%bias : tensor<32xf32>) indexing ["n"]
+        transpose_rhs accumulator f32
+        : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32> {
+    ^bb0(%acc: f32, %b: f32):
+      %s = arith.addf %acc, %b : f32
+      %zero = arith.constant 0.0 : f32
+      %r = arith.maximumf %s, %zero : f32
+      braze.gemm_yield %r : f32
+    }
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs,
+                       Optional<AnyRankedTensor>:$lhs_scale,
+                       Optional<AnyRankedTensor>:$rhs_scale,
+                       Variadic<AnyRankedTensor>:$extras,
+                       StrArrayAttr:$indexing,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
+                       TypeAttr:$accumulator);
+  let results = (outs AnyRankedTensor:$result);
+  let regions = (region SizedRegion<1>:$epilogue);
+  let assemblyFormat = [{
+    $lhs `,` $rhs
+    (`lhs_scale` `(` $lhs_scale^ `:` type($lhs_scale) `)`)?
+    (`rhs_scale` `(` $rhs_scale^ `:` type($rhs_scale) `)`)?
+    `extras` `(` ($extras^ `:` type($extras))? `)` `indexing` $indexing
+    (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    `accumulator` $accumulator attr-dict
+    `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result) $epilogue
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def Braze_GemmYieldOp : Braze_Op<"gemm_yield",
+    [Pure, Terminator, HasParent<"FusedGemmOp">]> {
+  let summary = "the result element of a fused GEMM's epilogue";
+  let arguments = (ins AnyType:$value);
+  let assemblyFormat = "$value attr-dict `:` type($value)";
+}
+
+#endif // BRAZE_FUSED_GEMM

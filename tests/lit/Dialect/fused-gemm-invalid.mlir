@@ -1,0 +1,105 @@
+// RUN: braze-opt %s -split-input-file -verify-diagnostics
+
+// Tests that the contraction dims must agree after the transpose flags.
+func.func @contraction(%x: tensor<4x64xf32>, %w: tensor<64x32xf32>) -> tensor<4x32xf32> {
+  // expected-error @+1 {{'braze.fused_gemm' op contraction dim mismatch: lhs has K = 64 but rhs has K = 32 (after the transpose flags)}}
+  %y = braze.fused_gemm %x, %w extras() indexing [] transpose_rhs accumulator f32
+      : (tensor<4x64xf32>, tensor<64x32xf32>) -> tensor<4x32xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y : tensor<4x32xf32>
+}
+
+// -----
+
+// Tests that an integer accumulator cannot hold a float product.
+func.func @accumulator(%x: tensor<4x8xf16>, %w: tensor<8x2xf16>) -> tensor<4x2xf16> {
+  // expected-error @+1 {{'braze.fused_gemm' op accumulator 'i32' cannot accumulate a product of 'f16' (f32 or f64 for floats, i32 or i64 for integers)}}
+  %y = braze.fused_gemm %x, %w extras() indexing [] accumulator i32
+      : (tensor<4x8xf16>, tensor<8x2xf16>) -> tensor<4x2xf16> {
+  ^bb0(%acc: i32):
+    %t = arith.sitofp %acc : i32 to f16
+    braze.gemm_yield %t : f16
+  }
+  return %y : tensor<4x2xf16>
+}
+
+// -----
+
+// Tests that a bias indexed by n must have N elements.
+func.func @bias_shape(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %bias: tensor<4xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'braze.fused_gemm' op extra #0 is indexed by 'n' but has type 'tensor<4xf32>' (the product is [..., 4, 2])}}
+  %y = braze.fused_gemm %x, %w extras(%bias : tensor<4xf32>) indexing ["n"] accumulator f32
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32> {
+  ^bb0(%acc: f32, %b: f32):
+    %s = arith.addf %acc, %b : f32
+    braze.gemm_yield %s : f32
+  }
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that an unknown indexing names the choices.
+func.func @indexing(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %bias: tensor<2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'braze.fused_gemm' op extra #0 has indexing 'k'; expected "mn", "n", "m" or "scalar"}}
+  %y = braze.fused_gemm %x, %w extras(%bias : tensor<2xf32>) indexing ["k"] accumulator f32
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32> {
+  ^bb0(%acc: f32, %b: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that a row-wise scale must have one element per row.
+func.func @scale_shape(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %s: tensor<2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'braze.fused_gemm' op lhs_scale must be a scalar (rank 0) or have one element per row (M = 4), got 'tensor<2xf32>'}}
+  %y = braze.fused_gemm %x, %w lhs_scale(%s : tensor<2xf32>) extras() indexing [] accumulator f32
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that the epilogue takes the accumulator, then one element per extra.
+func.func @epilogue_arguments(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %bias: tensor<2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'braze.fused_gemm' op epilogue must take 2 argument(s) (the accumulator element, then one element per extra), got 1}}
+  %y = braze.fused_gemm %x, %w extras(%bias : tensor<2xf32>) indexing ["n"] accumulator f32
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that the epilogue yields the result's element type.
+func.func @epilogue_type(%x: tensor<4x8xbf16>, %w: tensor<8x2xbf16>) -> tensor<4x2xbf16> {
+  // expected-error @+1 {{'braze.fused_gemm' op epilogue yields 'f32' but the result's elements are 'bf16'}}
+  %y = braze.fused_gemm %x, %w extras() indexing [] accumulator f32
+      : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xbf16> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y : tensor<4x2xbf16>
+}
+
+// -----
+
+// Tests that the batch dims must agree.
+func.func @batch(%x: tensor<2x4x8xf32>, %w: tensor<3x8x2xf32>) -> tensor<2x4x2xf32> {
+  // expected-error @+1 {{'braze.fused_gemm' op batch dim 0 is 2 in lhs, 3 in rhs and 2 in the result}}
+  %y = braze.fused_gemm %x, %w extras() indexing [] accumulator f32
+      : (tensor<2x4x8xf32>, tensor<3x8x2xf32>) -> tensor<2x4x2xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y : tensor<2x4x2xf32>
+}

@@ -1,0 +1,125 @@
+"""braze-fold-layouts end to end: the captured transformer, attention and
+LLaMA-style models run with no host-side copy in any executor step
+(`braze.runtime.copies.host_copies`), match eager, and the batched product
+over several batch dims reads strided views in place."""
+
+import importlib.util
+import pathlib
+
+import pytest
+import torch
+
+import braze
+from braze.hostops.products import batched_product
+from braze.runtime.copies import host_copies
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _load(name: str, path: pathlib.Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+frontend_models = _load("frontend_models", ROOT / "tests/python/frontend/models.py")
+benchmark_models = _load("benchmark_models", ROOT / "benchmarks/cpu/models.py")
+
+
+def _gqa_attention():
+    class GroupedQueryAttention(torch.nn.Module):
+        """Attention spelled out with 4 query heads sharing 2 KV heads
+        through expand -> reshape, as LLaMA's repeat_kv does."""
+
+        def __init__(self, d=32, heads=4, kv_heads=2):
+            super().__init__()
+            self.heads, self.kv_heads, self.head_dim = heads, kv_heads, d // heads
+            self.q = torch.nn.Linear(d, d, bias=False)
+            self.kv = torch.nn.Linear(d, 2 * kv_heads * self.head_dim, bias=False)
+            self.o = torch.nn.Linear(d, d, bias=False)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q = self.q(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+            k, v = self.kv(x).view(b, t, 2 * self.kv_heads, self.head_dim).transpose(1, 2).chunk(2, dim=1)
+            group = self.heads // self.kv_heads
+            k, v = (z[:, :, None].expand(b, self.kv_heads, group, t, self.head_dim)
+                    .reshape(b, self.heads, t, self.head_dim) for z in (k, v))
+            scores = (q @ k.transpose(-1, -2)) * self.head_dim ** -0.5
+            y = scores.softmax(-1) @ v
+            return self.o(y.transpose(1, 2).reshape(b, t, c))
+
+    return GroupedQueryAttention()
+
+
+def _cases():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 8, 32, generator=g)
+    return {
+        "gpt2_block": (frontend_models.GPT2Block(32, 4), (x,)),
+        "prenorm_block": (frontend_models.PreNormBlock(), (x,)),
+        "masked_attention": (frontend_models.MaskedAttention(), (x, torch.rand(2, 8, 8, generator=g) > 0.3)),
+        "gpt2": (frontend_models.GPT2(), (torch.randint(0, 128, (2, 16), generator=g),)),
+        "rmsnorm_swiglu": (frontend_models.RMSNormSwiGLU(), (x,)),
+        "gqa_attention": (_gqa_attention(), (x,)),
+        "benchmark_prenorm_block": (benchmark_models.PreNormBlock(64, 4, 128), (torch.randn(2, 8, 64, generator=g),)),
+        "llama_decoder_layer": (benchmark_models.HandwrittenDecoderLayer(64, 4, 96, 32),
+                                (torch.randn(2, 8, 64, generator=g),)),
+    }
+
+
+CASES = list(_cases())
+
+
+def _compiled(name: str, fold: bool):
+    torch.manual_seed(0)
+    model, args = _cases()[name]
+    model.eval()
+    compiled = braze.compile(model, args, options={"fold_layouts": fold})
+    return model, args, compiled
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_no_host_copies(name):
+    model, args, compiled = _compiled(name, fold=True)
+    copies = host_copies(compiled.compiled.program, *args)
+    assert copies == [], f"steps that copied on the host: {copies}"
+    with torch.no_grad():
+        expected = model(*args)
+    actual = compiled(*args)
+    for a, e in zip(torch.utils._pytree.tree_leaves(actual), torch.utils._pytree.tree_leaves(expected)):
+        torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gpt2_block", "gqa_attention", "llama_decoder_layer"])
+def test_copies_without_the_pass(name):
+    """The count sees the copies the pass removes (so the test above can fail)."""
+    _, args, compiled = _compiled(name, fold=False)
+    assert host_copies(compiled.compiled.program, *args)
+
+
+def test_zoo_text_models_have_no_host_copies():
+    zoo = pytest.importorskip("braze.testing.zoo")
+    try:
+        zoo.import_libraries()
+    except ImportError as error:
+        pytest.skip(f"the zoo needs transformers ({error})")
+    for name in ("bert", "llama"):
+        model, args, kwargs = zoo.BY_NAME[name].make(zoo.SMALL)
+        compiled = braze.compile(model, args, kwargs=kwargs)
+        flat = compiled.exported.imported.arguments(torch.utils._pytree.tree_flatten((args, kwargs))[0])
+        assert host_copies(compiled.compiled.program, *flat) == [], name
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_batched_product_reads_strided_views(dtype):
+    """[2, 4] batches that no single stride steps through (a head dim moved
+    before the sequence), and a zero-stride (expanded) batch dim."""
+    g = torch.Generator().manual_seed(0)
+    qkv = torch.randn(2, 8, 96, generator=g).to(dtype)
+    q = qkv[:, :, :32].reshape(2, 8, 4, 8).permute(0, 2, 1, 3)
+    k = qkv[:, :, 32:64].reshape(2, 8, 4, 8).permute(0, 2, 3, 1)
+    torch.testing.assert_close(batched_product(q, k), torch.matmul(q, k))
+    shared = torch.randn(2, 1, 8, 5, generator=g).to(dtype).expand(2, 4, 8, 5)
+    torch.testing.assert_close(batched_product(q, shared), torch.matmul(q, shared))
