@@ -7,9 +7,10 @@ the program's device), and each remaining op becomes a step. At call time
 the arguments are checked (types, static dims, device, `braze.dims`
 symbols), then the steps run in order:
 
-* `braze.kernel`: outputs are allocated with torch on the program's device,
-  then the target's `KernelCall` launches the kernel once (see
-  `StepFactory`);
+* `braze.kernel`: outputs are carved from the call's arena where
+  braze-plan-memory placed them (runtime/arena.py), else allocated with
+  torch on the program's device, then the target's `KernelCall` launches
+  the kernel once (see `StepFactory`);
 * everything else (matrix products through the device's vendor library,
   attention, convolutions, views and other layout ops, `tensor.dim` and
   index arithmetic, `braze.extern` aten calls) runs through the host-op
@@ -44,6 +45,7 @@ from braze.hostops.dtypes import torch_dtype
 from braze.hostops.extern import extern_overload, prepare_extern
 from braze.hostops.products import convolution_arguments, convolution_layout
 from braze.hostops.signature import check_arguments
+from braze.runtime.arena import ArenaPlan
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
@@ -93,6 +95,9 @@ class KernelCall:
             k: j for k, result in enumerate(spec.result_types)
             for j, input_ in enumerate(spec.input_types) if input_ == result}
         self.reuse: dict[int, int] = {}  # set by Program where the input is dead
+        # Result number -> (arena slot, shape, strides, offset): set by
+        # ArenaPlan where braze-plan-memory placed the result.
+        self.carve: dict[int, tuple] = {}
         self.size_type = ctypes.c_int64 * max(spec.size_count, 1)
         self.static = not self.dynamic and all(
             dynamic not in t.shape for t in spec.input_types + spec.result_types)
@@ -135,6 +140,11 @@ class KernelCall:
                     inputs[number] = tensor.contiguous()  # kernels read rows in place
         outputs = []
         for result, (shape, dtype) in enumerate(zip(shapes, self.result_dtypes)):
+            carve = self.carve.get(result)
+            if carve is not None:
+                slot, carved_shape, strides, offset = carve
+                outputs.append(env[slot].as_strided(carved_shape, strides, offset))
+                continue
             number = self.reuse.get(result)
             if number is not None and inputs[number].is_contiguous() and list(inputs[number].shape) == list(shape):
                 outputs.append(inputs[number])
@@ -304,6 +314,7 @@ class Program:
         self.output_slots: list[int] = []
         fresh: set[int] = set()
         readers = Counter(v for op in block.operations for v in op.operation.operands)
+        kernel_steps = []
         kernel_specs = iter(kernels)
         for op in block.operations:
             name = op.operation.name
@@ -321,6 +332,7 @@ class Program:
                 continue
             if name == "braze.kernel":
                 call = kernels_runtime.kernel_call(next(kernel_specs), op, slots)
+                kernel_steps.append((op, call))
             elif name == "braze.extern":
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
@@ -345,12 +357,17 @@ class Program:
             steps.append((call, operand_slots, result_slots))
         # Kernels that run per call (those on known values ran above).
         self.kernel_count = sum(isinstance(step[0], KernelCall) for step in steps)
+        self.arena = ArenaPlan(func_op, self.device, len(slots))
+        running = {id(step[0]) for step in steps}  # not the kernels run at build time
+        for op, call in kernel_steps:
+            if id(call) in running:
+                self.arena.place(op, call)
         steps = self._with_launches(steps, kernels_runtime, launches)
-        self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh)
+        self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh - self.arena.carved)
         # Per op name, the steps that call a library (GEMMs, convolutions).
         self.library_calls = Counter(s[0].name for s in steps if isinstance(s[0], _HostCall) and s[0].name in _FRESH)
         self.extern_calls = Counter(s[0].target for s in steps if isinstance(s[0], _ExternCall))
-        self.slot_count = len(slots)
+        self.slot_count = len(slots) + self.arena.slot_count
         self.template = [template.get(i) for i in range(self.slot_count)]
         self.copied_outputs = [i for i, s in enumerate(self.output_slots)
                                if s not in fresh or self.output_slots.index(s) != i]
@@ -452,6 +469,8 @@ class Program:
         env = list(self.template)
         for slot_number, value in zip(self.argument_slots, arguments):
             env[slot_number] = value
+        if self.arena.dtype_slots:
+            self.arena.fill(env)
         if _RUNTIME_LOG.isEnabledFor(logging.DEBUG):
             self._run_logged(env)
         else:

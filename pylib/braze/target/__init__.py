@@ -42,6 +42,9 @@ class TargetOptions:
     # the faster (braze-tune-convolutions; the CPU target only): an
     # alternative to channels_last; its choice depends on the machine's load.
     tune_convolutions: bool = False
+    # Place intermediate kernel buffers in one arena per call, reused by
+    # liveness (braze-plan-memory).
+    plan_memory: bool = True
     # Directory of the compiled-kernel cache (default: BRAZE_CACHE_DIR).
     # Not part of the cache key.
     cache_dir: str | None = None
@@ -109,6 +112,8 @@ class Target:
                                         options.collapse_dims)
         if self.gpu:
             pipeline += f",func.func(braze-gpu-schedule{{target={self.schedule_target or self.name} threads={int(options.threads)}}})"
+        if options.plan_memory:
+            pipeline += ",braze-plan-memory"
         return pipeline
 
     def emit(self, operations: list, options: TargetOptions) -> Unit:
