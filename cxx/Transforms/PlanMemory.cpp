@@ -67,6 +67,10 @@ struct Buffer {
   bool returned = false;
   bool inArena = false; // a kernel result: the runtime can carve it
   int storage = -1;     // arena placement shared by an in-place chain
+  // A kernel result written over a dying library-call result: the buffer
+  // whose memory it takes (its own bytes are that buffer's).
+  int sharesWith = -1;
+  int input = -1; // the kernel input it overwrites
 };
 
 // One arena placement: the buffers of an in-place chain, live from the
@@ -74,6 +78,16 @@ struct Buffer {
 struct Storage {
   int64_t bytes, start, end, offset = -1;
 };
+
+// The value a chain of reshapes starts from: a reshape keeps the row-major
+// order of the elements, so reading a reshape of a contiguous buffer at the
+// point's indices reads the buffer's bytes in the order the result is
+// written (the precondition for overwriting it).
+Value throughReshapes(Value value) {
+  while (auto reshape = value.getDefiningOp<ReshapeOp>())
+    value = reshape->getOperand(0);
+  return value;
+}
 
 // Whether `kernel` reads input `number` and writes result `result` only at
 // the point's own indices (the precondition for writing one over the other).
@@ -175,6 +189,14 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
     for (auto [number, buffer] : llvm::enumerate(buffers)) {
       if (!buffer.inArena)
         continue;
+      if (inPlace && overwritesLibraryResult(buffers, holds, number)) {
+        // The runtime writes it into the library call's own allocation, so
+        // it may even be returned.
+        buffer.inArena = false;
+        ++numInPlace;
+        ++inPlaceCount;
+        continue;
+      }
       if (buffer.returned || buffer.bytes < 0) {
         buffer.inArena = false;
         ++numAllocator;
@@ -205,12 +227,16 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
       if (!kernel)
         continue;
       SmallVector<int64_t> offsets(kernel->getNumResults(), -1);
+      SmallVector<int64_t> reuse(kernel->getNumResults(), -1);
       for (OpResult result : kernel->getResults()) {
         const Buffer &buffer = buffers[holds[result].front()];
         if (buffer.inArena)
           offsets[result.getResultNumber()] = storages[buffer.storage].offset;
+        reuse[result.getResultNumber()] = buffer.input;
       }
       kernel->setAttr("braze.offsets", builder.getDenseI64ArrayAttr(offsets));
+      if (llvm::any_of(reuse, [](int64_t input) { return input >= 0; }))
+        kernel->setAttr("braze.reuse", builder.getDenseI64ArrayAttr(reuse));
     }
 
     // The peak: the arena (held for the whole call) plus the static
@@ -220,7 +246,7 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
     for (int64_t at = 0; at < index; ++at) {
       int64_t live = 0, liveAll = 0;
       for (const Buffer &buffer : buffers) {
-        if (buffer.bytes < 0 || at < buffer.start || at > buffer.end)
+        if (buffer.bytes < 0 || buffer.sharesWith >= 0 || at < buffer.start || at > buffer.end)
           continue;
         liveAll += align(buffer.bytes);
         if (!buffer.inArena)
@@ -253,9 +279,10 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
       if (value.getType() != type || found == holds.end() || found->second.size() != 1)
         continue;
       Buffer &source = buffers[found->second.front()];
-      // The input must be the buffer itself (not a view), die here, and
-      // not already have been taken by another result of this kernel.
-      if (source.producer->getResult(source.result) != value || !source.inArena ||
+      // The input must be the buffer itself (or a reshape of it), die
+      // here, and not already have been taken by another result of this
+      // kernel.
+      if (source.producer->getResult(source.result) != throughReshapes(value) || !source.inArena ||
           source.storage < 0 || source.end != buffer.start)
         continue;
       bool taken = llvm::any_of(buffers, [&](const Buffer &other) {
@@ -274,6 +301,42 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
       return source.storage;
     }
     return -1;
+  }
+
+  // Whether buffer `number` can take the memory of a library-call result
+  // (directly, or through kernels that took it before) that dies at its
+  // kernel; if so, records it.
+  bool overwritesLibraryResult(SmallVector<Buffer> &buffers,
+                               DenseMap<Value, SmallVector<int, 1>> &holds, int number) {
+    Buffer &buffer = buffers[number];
+    auto kernel = cast<KernelOp>(buffer.producer);
+    Type type = kernel->getResult(buffer.result).getType();
+    for (auto [input, value] : llvm::enumerate(kernel.getInputs())) {
+      auto found = holds.find(value);
+      if (value.getType() != type || found == holds.end() || found->second.size() != 1)
+        continue;
+      int sourceNumber = found->second.front();
+      Buffer &source = buffers[sourceNumber];
+      bool library = isLibraryCall(source.producer) || source.sharesWith >= 0;
+      if (!library || source.producer->getResult(source.result) != throughReshapes(value) ||
+          source.end != buffer.start)
+        continue;
+      int root = source.sharesWith >= 0 ? source.sharesWith : sourceNumber;
+      bool taken = llvm::any_of(buffers, [&](const Buffer &other) {
+        return &other != &buffer && other.producer == buffer.producer && other.sharesWith == root;
+      });
+      bool everyReadInPlace = llvm::all_of(llvm::enumerate(kernel.getInputs()), [&](auto other) {
+        return other.value() != value ||
+               readsAndWritesInPlace(kernel, other.index(), buffer.result);
+      });
+      if (taken || !everyReadInPlace)
+        continue;
+      buffer.sharesWith = root;
+      buffer.input = input;
+      buffers[root].end = std::max(buffers[root].end, buffer.end);
+      return true;
+    }
+    return false;
   }
 
   // Greedy by size: each storage, largest first, at the lowest aligned

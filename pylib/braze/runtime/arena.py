@@ -2,7 +2,9 @@
 
 The pass writes `braze.arena_bytes` on the function and `braze.offsets` on
 each kernel (the byte offset of each result in the arena, -1 for a result
-left to the allocator: returned, or of dynamic size). A call takes one
+left to the allocator: returned, or of dynamic size), and `braze.reuse`
+where a result overwrites a dying input that a library call (a GEMM, a
+convolution) allocated. A call takes one
 arena of `braze.arena_bytes` from braze's caching allocator (torch's on a
 GPU device) and each planned kernel result is a strided view of it at its
 offset; the plan guarantees that buffers sharing bytes are never live at
@@ -39,7 +41,13 @@ class ArenaPlan:
 
     def place(self, op, call) -> None:
         """Tells kernel step `call` (of kernel `op`) where its planned
-        results live: `call.carve[result] = (slot, shape, strides, offset)`."""
+        results live: `call.carve[result] = (slot, shape, strides, offset)`,
+        and which dying input (a library call's result) a result overwrites
+        (`braze.reuse`): `call.reuse[result] = input`."""
+        if "braze.reuse" in op.attributes:
+            for result, input_number in enumerate(ir.DenseI64ArrayAttr(op.attributes["braze.reuse"])):
+                if input_number >= 0:
+                    call.reuse[result] = input_number
         if "braze.offsets" not in op.attributes or not getattr(call, "static", False):
             return
         offsets = list(ir.DenseI64ArrayAttr(op.attributes["braze.offsets"]))

@@ -438,6 +438,8 @@ class Program:
                 continue
             taken = set()
             for result, input_number in call.reusable.items():
+                if result in call.reuse:  # braze-plan-memory chose already
+                    continue
                 slot_number = call.inputs[input_number]
                 base = root.get(slot_number)
                 if base is None or base not in fresh or input_number in taken:

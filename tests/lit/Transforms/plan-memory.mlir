@@ -174,10 +174,15 @@ func.func @returned_view(%x: tensor<16xf32>) -> tensor<4x4xf32> {
 // -----
 
 // Tests that the module records the largest planned peak of its functions,
-// and that a library call's result counts in the peak but is not placed.
-// CHECK-LABEL: module attributes {braze.planned_peak_bytes = 12288 : i64}
+// that a library call's result counts in the peak but is not placed, and
+// that a pointwise kernel overwrites it where it dies (`braze.reuse`, its
+// input number), even when the kernel's result is returned.
+// CHECK-LABEL: module attributes {braze.planned_peak_bytes = 8192 : i64}
 // CHECK-LABEL: func.func @gemm
-// CHECK-SAME: braze.arena_bytes = 4096 : i64, braze.planned_peak_bytes = 12288 : i64
+// CHECK-SAME: braze.arena_bytes = 4096 : i64, braze.planned_peak_bytes = 8192 : i64
+// CHECK: braze.offsets = array<i64: 0>
+// CHECK: braze.matmul
+// CHECK: attributes {braze.offsets = array<i64: -1>, braze.reuse = array<i64: 0>}
 func.func @gemm(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
   %a = braze.kernel ins(%x : tensor<32x32xf32>) domain [32, 32] reduce [] : tensor<32x32xf32> {
   ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<32x32xf32>):
@@ -193,4 +198,56 @@ func.func @gemm(%x: tensor<32x32xf32>) -> tensor<32x32xf32> {
     braze.store %w, 0 [%i, %j] : f32
   }
   return %c : tensor<32x32xf32>
+}
+
+// -----
+
+// Tests that a library result still read later is not overwritten, and that
+// a transposed read of one is not either.
+// CHECK-LABEL: func.func @gemm_live
+// CHECK-NOT: braze.reuse
+// CHECK: return
+func.func @gemm_live(%x: tensor<32x32xf32>) -> (tensor<32x32xf32>, tensor<32x32xf32>) {
+  %m = braze.matmul %x, %x : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+  %c = braze.kernel ins(%m : tensor<32x32xf32>) domain [32, 32] reduce [] : tensor<32x32xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<32x32xf32>):
+    %v = tensor.extract %t[%i, %j] : tensor<32x32xf32>
+    %w = math.exp %v : f32
+    braze.store %w, 0 [%i, %j] : f32
+  }
+  %n = braze.matmul %c, %m : tensor<32x32xf32>, tensor<32x32xf32> -> tensor<32x32xf32>
+  %d = braze.kernel ins(%n : tensor<32x32xf32>) domain [32, 32] reduce [] : tensor<32x32xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<32x32xf32>):
+    %v = tensor.extract %t[%j, %i] : tensor<32x32xf32>
+    braze.store %v, 0 [%i, %j] : f32
+  }
+  return %c, %d : tensor<32x32xf32>, tensor<32x32xf32>
+}
+
+// -----
+
+// Tests that a kernel overwrites a dying buffer it reads through a reshape
+// (the same bytes in the same order), but not through a permute.
+// CHECK-LABEL: func.func @through_reshape
+// CHECK: braze.reshape
+// CHECK: attributes {braze.offsets = array<i64: -1>, braze.reuse = array<i64: 0>}
+// CHECK: braze.permute
+// CHECK: attributes {braze.offsets = array<i64: -1>} :
+func.func @through_reshape(%x: tensor<16x32xf32>, %y: tensor<32x32xf32>) -> (tensor<512xf32>, tensor<32x16xf32>) {
+  %m = braze.matmul %x, %y : tensor<16x32xf32>, tensor<32x32xf32> -> tensor<16x32xf32>
+  %r = braze.reshape %m : tensor<16x32xf32> -> tensor<512xf32>
+  %c = braze.kernel ins(%r : tensor<512xf32>) domain [512] reduce [] : tensor<512xf32> {
+  ^bb0(%i: index, %n: index, %t: tensor<512xf32>):
+    %v = tensor.extract %t[%i] : tensor<512xf32>
+    %w = math.exp %v : f32
+    braze.store %w, 0 [%i] : f32
+  }
+  %k = braze.matmul %x, %y : tensor<16x32xf32>, tensor<32x32xf32> -> tensor<16x32xf32>
+  %p = braze.permute %k [1, 0] : tensor<16x32xf32> -> tensor<32x16xf32>
+  %d = braze.kernel ins(%p : tensor<32x16xf32>) domain [32, 16] reduce [] : tensor<32x16xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<32x16xf32>):
+    %v = tensor.extract %t[%i, %j] : tensor<32x16xf32>
+    braze.store %v, 0 [%i, %j] : f32
+  }
+  return %c, %d : tensor<512xf32>, tensor<32x16xf32>
 }
