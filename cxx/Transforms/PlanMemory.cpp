@@ -79,14 +79,45 @@ struct Storage {
   int64_t bytes, start, end, offset = -1;
 };
 
-// The value a chain of reshapes starts from: a reshape keeps the row-major
-// order of the elements, so reading a reshape of a contiguous buffer at the
+// The buffer a chain of views reads in the buffer's own element order, or
+// null: reshapes (they keep the row-major order), permutes composing to the
+// identity, or a channels-last convolution's result read through its
+// permute to NHWC (the order of its bytes). Reading such a view at the
 // point's indices reads the buffer's bytes in the order the result is
-// written (the precondition for overwriting it).
-Value throughReshapes(Value value) {
-  while (auto reshape = value.getDefiningOp<ReshapeOp>())
-    value = reshape->getOperand(0);
-  return value;
+// written: the precondition for overwriting it.
+Value sameOrderSource(Value value) {
+  SmallVector<int64_t> composed; // value dim i is source dim composed[i]
+  auto identity = [&] {
+    return llvm::all_of(llvm::enumerate(composed),
+                        [](auto dim) { return dim.value() == int64_t(dim.index()); });
+  };
+  while (Operation *view = value.getDefiningOp()) {
+    if (auto permute = dyn_cast<PermuteOp>(view)) {
+      ArrayRef<int64_t> order = permute.getPermutation();
+      if (composed.empty())
+        composed.assign(order.begin(), order.end());
+      else
+        for (int64_t &dim : composed)
+          dim = order[dim];
+    } else if (isa<ReshapeOp>(view)) {
+      if (!identity())
+        return {};
+      composed.clear();
+    } else {
+      break;
+    }
+    value = view->getOperand(0);
+  }
+  if (identity())
+    return value;
+  auto convolution = value.getDefiningOp<ConvolutionOp>();
+  if (!convolution || !convolution->hasAttr("memory_format"))
+    return {};
+  SmallVector<int64_t> channelsLast{0};
+  for (int64_t dim = 2; dim < int64_t(composed.size()); ++dim)
+    channelsLast.push_back(dim);
+  channelsLast.push_back(1);
+  return ArrayRef<int64_t>(composed) == ArrayRef<int64_t>(channelsLast) ? value : Value();
 }
 
 // Whether `kernel` reads input `number` and writes result `result` only at
@@ -279,10 +310,10 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
       if (value.getType() != type || found == holds.end() || found->second.size() != 1)
         continue;
       Buffer &source = buffers[found->second.front()];
-      // The input must be the buffer itself (or a reshape of it), die
+      // The input must be the buffer itself (or a view in its order), die
       // here, and not already have been taken by another result of this
       // kernel.
-      if (source.producer->getResult(source.result) != throughReshapes(value) || !source.inArena ||
+      if (source.producer->getResult(source.result) != sameOrderSource(value) || !source.inArena ||
           source.storage < 0 || source.end != buffer.start)
         continue;
       bool taken = llvm::any_of(buffers, [&](const Buffer &other) {
@@ -318,7 +349,7 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
       int sourceNumber = found->second.front();
       Buffer &source = buffers[sourceNumber];
       bool library = isLibraryCall(source.producer) || source.sharesWith >= 0;
-      if (!library || source.producer->getResult(source.result) != throughReshapes(value) ||
+      if (!library || source.producer->getResult(source.result) != sameOrderSource(value) ||
           source.end != buffer.start)
         continue;
       int root = source.sharesWith >= 0 ? source.sharesWith : sourceNumber;

@@ -251,3 +251,22 @@ func.func @through_reshape(%x: tensor<16x32xf32>, %y: tensor<32x32xf32>) -> (ten
   }
   return %c, %d : tensor<512xf32>, tensor<32x16xf32>
 }
+
+// -----
+
+// Tests that a kernel overwrites a channels-last convolution's result it
+// reads through the permute to NHWC (the order of the result's bytes).
+// CHECK-LABEL: func.func @channels_last
+// CHECK: braze.kernel {{.*}} attributes {braze.offsets = array<i64: -1>, braze.reuse = array<i64: 0>}
+func.func @channels_last(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x3x3xf32>) -> tensor<2x8x14x14xf32> {
+  %0 = braze.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 memory_format "channels_last" : tensor<2x8x14x14xf32>, tensor<8x8x3x3xf32> -> tensor<2x8x14x14xf32>
+  %1 = braze.permute %0 [0, 2, 3, 1] : tensor<2x8x14x14xf32> -> tensor<2x14x14x8xf32>
+  %2 = braze.kernel ins(%1 : tensor<2x14x14x8xf32>) domain [2, 14, 14, 8] reduce [] : tensor<2x14x14x8xf32> {
+  ^bb0(%i: index, %j: index, %k: index, %l: index, %ni: index, %nj: index, %nk: index, %nl: index, %t: tensor<2x14x14x8xf32>):
+    %v = tensor.extract %t[%i, %j, %k, %l] : tensor<2x14x14x8xf32>
+    %e = math.exp %v : f32
+    braze.store %e, 0 [%i, %j, %k, %l] : f32
+  }
+  %3 = braze.permute %2 [0, 3, 1, 2] : tensor<2x14x14x8xf32> -> tensor<2x8x14x14xf32>
+  return %3 : tensor<2x8x14x14xf32>
+}
