@@ -298,38 +298,50 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
     return peak;
   }
 
-  // The storage that buffer `number` may share with a dying input of its
-  // kernel (-1 if none).
-  int inPlaceStorage(SmallVector<Buffer> &buffers, DenseMap<Value, SmallVector<int, 1>> &holds,
+  // The inputs (input number, buffer number) whose buffer kernel buffer
+  // `number` could be written over: of its type, the buffer itself or a
+  // view in its order, dying at this kernel, and read (at every position
+  // the kernel takes it) only at the point it writes.
+  SmallVector<std::pair<unsigned, int>>
+  overwritableInputs(SmallVector<Buffer> &buffers, DenseMap<Value, SmallVector<int, 1>> &holds,
                      int number) {
     Buffer &buffer = buffers[number];
     auto kernel = cast<KernelOp>(buffer.producer);
     Type type = kernel->getResult(buffer.result).getType();
+    SmallVector<std::pair<unsigned, int>> candidates;
     for (auto [input, value] : llvm::enumerate(kernel.getInputs())) {
       auto found = holds.find(value);
       if (value.getType() != type || found == holds.end() || found->second.size() != 1)
         continue;
-      Buffer &source = buffers[found->second.front()];
-      // The input must be the buffer itself (or a view in its order), die
-      // here, and not already have been taken by another result of this
-      // kernel.
-      if (source.producer->getResult(source.result) != sameOrderSource(value) || !source.inArena ||
-          source.storage < 0 || source.end != buffer.start)
+      const Buffer &source = buffers[found->second.front()];
+      if (source.producer->getResult(source.result) != sameOrderSource(value) ||
+          source.end != buffer.start)
+        continue;
+      bool everyReadInPlace = llvm::all_of(llvm::enumerate(kernel.getInputs()), [&](auto other) {
+        return other.value() != value ||
+               readsAndWritesInPlace(kernel, other.index(), buffer.result);
+      });
+      if (everyReadInPlace)
+        candidates.push_back({static_cast<unsigned>(input), found->second.front()});
+    }
+    return candidates;
+  }
+
+  // The arena storage that buffer `number` may share with a dying input of
+  // its kernel that no other result of the kernel took (-1 if none).
+  int inPlaceStorage(SmallVector<Buffer> &buffers, DenseMap<Value, SmallVector<int, 1>> &holds,
+                     int number) {
+    Buffer &buffer = buffers[number];
+    for (auto [input, sourceNumber] : overwritableInputs(buffers, holds, number)) {
+      const Buffer &source = buffers[sourceNumber];
+      if (!source.inArena || source.storage < 0)
         continue;
       bool taken = llvm::any_of(buffers, [&](const Buffer &other) {
         return &other != &buffer && other.producer == buffer.producer &&
                other.storage == source.storage;
       });
-      if (taken || !readsAndWritesInPlace(kernel, input, buffer.result))
-        continue;
-      // Every read of this value by the kernel must be in place too.
-      bool everyReadInPlace = llvm::all_of(llvm::enumerate(kernel.getInputs()), [&](auto other) {
-        return other.value() != value ||
-               readsAndWritesInPlace(kernel, other.index(), buffer.result);
-      });
-      if (!everyReadInPlace)
-        continue;
-      return source.storage;
+      if (!taken)
+        return source.storage;
     }
     return -1;
   }
@@ -340,27 +352,15 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
   bool overwritesLibraryResult(SmallVector<Buffer> &buffers,
                                DenseMap<Value, SmallVector<int, 1>> &holds, int number) {
     Buffer &buffer = buffers[number];
-    auto kernel = cast<KernelOp>(buffer.producer);
-    Type type = kernel->getResult(buffer.result).getType();
-    for (auto [input, value] : llvm::enumerate(kernel.getInputs())) {
-      auto found = holds.find(value);
-      if (value.getType() != type || found == holds.end() || found->second.size() != 1)
-        continue;
-      int sourceNumber = found->second.front();
-      Buffer &source = buffers[sourceNumber];
-      bool library = isLibraryCall(source.producer) || source.sharesWith >= 0;
-      if (!library || source.producer->getResult(source.result) != sameOrderSource(value) ||
-          source.end != buffer.start)
+    for (auto [input, sourceNumber] : overwritableInputs(buffers, holds, number)) {
+      const Buffer &source = buffers[sourceNumber];
+      if (!isLibraryCall(source.producer) && source.sharesWith < 0)
         continue;
       int root = source.sharesWith >= 0 ? source.sharesWith : sourceNumber;
       bool taken = llvm::any_of(buffers, [&](const Buffer &other) {
         return &other != &buffer && other.producer == buffer.producer && other.sharesWith == root;
       });
-      bool everyReadInPlace = llvm::all_of(llvm::enumerate(kernel.getInputs()), [&](auto other) {
-        return other.value() != value ||
-               readsAndWritesInPlace(kernel, other.index(), buffer.result);
-      });
-      if (taken || !everyReadInPlace)
+      if (taken)
         continue;
       buffer.sharesWith = root;
       buffer.input = input;

@@ -179,18 +179,8 @@ Block *CachingAllocator::newSegment(size_t size, bool small) {
   void *address = raw_->allocate(segmentSize);
   if (!address) {
     // Give back what the caches hold and try once more.
-    for (auto &cache : caches_) {
-      std::lock_guard<std::mutex> lock(cache->mutex);
-      for (auto &bin : cache->bins) {
-        for (Block *block : bin) {
-          threadCached_ -= block->size;
-          block->state = BlockState::Free;
-          release(block);
-        }
-        bin.clear();
-      }
-      cache->bytes = 0;
-    }
+    for (auto &cache : caches_)
+      drain(*cache);
     releaseFreeSegments();
     address = raw_->allocate(segmentSize);
   }
@@ -282,19 +272,21 @@ void CachingAllocator::releaseFreeSegments() {
   segments_ = std::move(kept);
 }
 
+void CachingAllocator::drain(ThreadCache &cache) {
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  for (auto &bin : cache.bins) {
+    for (Block *block : bin) {
+      threadCached_ -= block->size;
+      release(block);
+    }
+    bin.clear();
+  }
+  cache.bytes = 0;
+}
+
 void CachingAllocator::flush(ThreadCache &cache) {
   std::lock_guard<std::mutex> lock(mutex_);
-  {
-    std::lock_guard<std::mutex> cacheLock(cache.mutex);
-    for (auto &bin : cache.bins) {
-      for (Block *block : bin) {
-        threadCached_ -= block->size;
-        release(block);
-      }
-      bin.clear();
-    }
-    cache.bytes = 0;
-  }
+  drain(cache);
   caches_.erase(std::remove_if(caches_.begin(), caches_.end(),
                                [&](const auto &held) { return held.get() == &cache; }),
                 caches_.end());
@@ -302,17 +294,8 @@ void CachingAllocator::flush(ThreadCache &cache) {
 
 void CachingAllocator::emptyCache() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto &cache : caches_) {
-    std::lock_guard<std::mutex> cacheLock(cache->mutex);
-    for (auto &bin : cache->bins) {
-      for (Block *block : bin) {
-        threadCached_ -= block->size;
-        release(block);
-      }
-      bin.clear();
-    }
-    cache->bytes = 0;
-  }
+  for (auto &cache : caches_)
+    drain(*cache);
   releaseFreeSegments();
 }
 

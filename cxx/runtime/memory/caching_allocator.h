@@ -95,6 +95,7 @@ private:
   Block *takeFree(std::set<Block *, bool (*)(const Block *, const Block *)> &pool, size_t size);
   Block *newSegment(size_t size, bool small);
   void release(Block *block); // under mutex_: to the pool, merged
+  void drain(ThreadCache &cache); // under mutex_: its blocks to the pools
   void releaseFreeSegments(); // under mutex_
   void noteAllocated(Block *block, size_t requested);
   static void raise(std::atomic<uint64_t> &peak, uint64_t value);
