@@ -375,7 +375,11 @@ def BrazePlanMemory : Pass<"braze-plan-memory", "::mlir::ModuleOp"> {
     3. In place: a kernel without reduction dims writes a result into the
        buffer of an input of the same type when that input's buffer dies at
        this kernel and the kernel reads it and stores the result at exactly
-       the point's indices (so each element is read before it is written).
+       the point's indices (so each element is read before it is written);
+       the input may be a view reading the buffer in its own order
+       (reshapes, permutes composing to the identity, a channels-last
+       convolution's result through its permute to NHWC). Over a library
+       call's result the kernel gets `braze.reuse` (its input number).
     4. Offsets: buffers (in-place chains as one) are placed greedily, largest
        first, at the lowest `alignment`-aligned offset that overlaps no
        placed buffer whose lifetime overlaps its own.
