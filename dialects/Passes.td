@@ -606,4 +606,72 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Memory planning
+//===----------------------------------------------------------------------===//
+
+def BrazePlanMemory : Pass<"braze-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Place each function's intermediate kernel buffers in one arena (liveness, reuse, in-place)";
+  let description = [{
+    Runs on the scheduled kernel form (after `braze-lower-kernels` and the
+    layout passes); the op order is the order the executor runs them. Per
+    function:
+
+    1. Liveness: every result of a `braze.kernel` is a buffer that lives
+       from its kernel to the last op reading it, directly or through a
+       value that may alias it. Results of views, extern calls, collectives
+       (their work handles included, so a buffer stays live until its
+       `wait`) and any op not known to return fresh memory may alias every
+       buffer among their operands; scalars (`index`, integers, floats)
+       never do. Uses inside nested regions count at their parent op.
+    2. Buffers that reach `func.return` are not planned: a result handed to
+       the caller gets its own allocation. Buffers whose size is not static
+       fall back to the allocator.
+    3. In place: a kernel without reduction dims writes a result into the
+       buffer of an input of the same type when that input's buffer dies at
+       this kernel and the kernel reads it and stores the result at exactly
+       the point's indices (so each element is read before it is written);
+       the input may be a view reading the buffer in its own order
+       (reshapes, permutes composing to the identity, a channels-last
+       convolution's result through its permute to NHWC). Over a library
+       call's result the kernel gets `braze.reuse` (its input number).
+    4. Offsets: buffers (in-place chains as one) are placed greedily, largest
+       first, at the lowest `alignment`-aligned offset that overlaps no
+       placed buffer whose lifetime overlaps its own.
+
+    Results: `braze.offsets` on each kernel (the arena byte offset of each
+    result, -1 for one left to the allocator), and on each function
+    `braze.arena_bytes` and `braze.planned_peak_bytes` (the arena plus the
+    most bytes of static non-arena buffers (returned kernel results, GEMM,
+    convolution and attention results) live at once); the module carries
+    the largest `braze.planned_peak_bytes` of its functions.
+
+    ```mlir
+    %a = braze.kernel ins(%x : tensor<1024xf32>) ... : tensor<1024xf32> {...}
+    %b = braze.kernel ins(%a : tensor<1024xf32>) ... : tensor<1024xf32> {...}
+    %c = braze.kernel ins(%b, %x : ...) ... : tensor<1024xf32> {...}
+    return %c
+    ```
+    becomes (`%b` overwrites `%a` in place; `%c` is returned)
+    ```mlir
+    %a = braze.kernel ... attributes {braze.offsets = array<i64: 0>} ...
+    %b = braze.kernel ... attributes {braze.offsets = array<i64: 0>} ...
+    %c = braze.kernel ... attributes {braze.offsets = array<i64: -1>} ...
+    ```
+  }];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "64",
+           "Byte alignment of every buffer's offset (a power of two)">,
+    Option<"inPlace", "in-place", "bool", "true",
+           "Let pointwise kernels overwrite a dying input">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Explain the plan as remarks (sizes, peak, buffers left to the allocator)">,
+  ];
+  let statistics = [
+    Statistic<"numPlanned", "planned", "Buffers placed in an arena">,
+    Statistic<"numInPlace", "in-place", "Buffers written over a dying input">,
+    Statistic<"numAllocator", "allocator", "Kernel buffers left to the allocator">,
+  ];
+}
+
 #endif // BRAZE_PASSES

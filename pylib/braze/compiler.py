@@ -96,6 +96,9 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         # aten ops run through torch because braze does not lower them.
         "externs": sum(program.extern_calls.values()),
         "extern_ops": dict(program.extern_calls),
+        # braze-plan-memory's arena and planned peak (None when it did not run).
+        "arena_bytes": program.arena.bytes,
+        "planned_peak_bytes": program.arena.planned_peak,
         "cache_hit": bool(built) and built.cache_hit,
         "compile_seconds": time.perf_counter() - started,
         "source": built.source_path if built else None,

@@ -125,7 +125,7 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
                       "func.func(braze-channels-last)",
                       "func.func(braze-collapse-dims)", "cse", "func.func(braze-verify-collective-order)",
                       "func.func(braze-overlap{remarks=true})", "func.func(braze-verify-collective-order)",
-                      "func.func(braze-combo-kernels{max-arguments=250})"]
+                      "func.func(braze-combo-kernels{max-arguments=250})", "braze-plan-memory"]
     assert re.search(r"<td>kernel binary</td><td>cache (hit|miss \(compiled now\))</td>", html)
 
 

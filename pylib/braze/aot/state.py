@@ -12,7 +12,7 @@ braze's own runtime classes (`_ALLOWED_MODULES`).
 
 Encoding of a value (`encode`): None, bool, int, float and str as
 themselves; a list as a JSON array; everything else as a one-key object
-naming its kind: `tuple`, `dict` (a list of [key, value] pairs: keys need
+naming its kind: `tuple`, `set`, `dict` (a list of [key, value] pairs: keys need
 not be strings), `counter`, `dtype`, `device`, `memory_format`,
 `native_function` (a symbol of the package's library), `c_array` and
 `c_array_type` (ctypes int64 and pointer arrays), `array` (a Python
@@ -80,6 +80,8 @@ class Writer:
             return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
         if isinstance(value, tuple):
             return {"tuple": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
+        if isinstance(value, (set, frozenset)):
+            return {"set": [self.encode(v, where) for v in value]}
         if isinstance(value, collections.Counter):
             return {"counter": [[self.encode(k, where), v] for k, v in value.items()]}
         if isinstance(value, dict):
@@ -134,6 +136,8 @@ class Reader:
         ((kind, body),) = data.items()
         if kind == "tuple":
             return tuple(self.decode(v) for v in body)
+        if kind == "set":
+            return {self.decode(v) for v in body}
         if kind == "counter":
             return collections.Counter({self.decode(k): v for k, v in body})
         if kind == "dict":

@@ -109,6 +109,12 @@ def _positive_constant(value: ir.Value) -> bool:
     return ir.IntegerAttr(owner.operation.attributes["value"]).value > 0
 
 
+def may_divide_by_zero(op) -> bool:
+    """Whether `op` is an integer division whose divisor may be 0 (every
+    emitter then spells the check and the kernel reports `failed`)."""
+    return op.operation.name in DIVIDING and not _positive_constant(op.operation.operands[1])
+
+
 def type_name(type_: ir.Type) -> str:
     """`f32`, `bf16`, `i64`, `index`, ...: the key of every type table."""
     return "index" if isinstance(type_, ir.IndexType) else str(type_)
@@ -207,7 +213,7 @@ class KernelAnalysis:
             name = op.operation.name
             if name not in KERNEL_BODY_OPS:
                 raise self.fail(op, "is not a kernel-form body op")
-            if name in DIVIDING and not _positive_constant(op.operation.operands[1]):
+            if may_divide_by_zero(op):
                 self.can_fail = True
             if name == "braze.reduce":
                 self.stages.append(Stage([op.operation.operands[0]], op))

@@ -18,8 +18,8 @@ import math
 
 from mlir import ir
 
-from braze.codegen.analysis import (BINARY, BINARY_MATH, CASTS, DIVIDING, KERNEL_BODY_OPS, UNARY_MATH,
-                                    WRAPPING, KernelAnalysis, type_name)
+from braze.codegen.analysis import (BINARY, BINARY_MATH, CASTS, DIVIDING, KERNEL_BODY_OPS, UNARY_MATH, WRAPPING,
+                                    KernelAnalysis, may_divide_by_zero, type_name)
 from braze.errors import BrazeError, format_location
 
 # arith.cmpf / arith.cmpi predicates -> C operators. (Unordered float
@@ -198,6 +198,8 @@ class CStyleRenderer:
                 quotient = f"({c_type})({a} / {b})"
             else:
                 by_minus_one, quotient = self.int_literal(0, c_type), f"({c_type})({a} % {b})"
+            if not may_divide_by_zero(op):
+                return quotient  # a positive constant divisor: neither 0 nor -1
             return f"({b} == 0 ? {self.failure(c_type)} : {b} == -1 ? {by_minus_one} : {quotient})"
         if name.startswith("math.") and name[5:] in UNARY_MATH:
             return f"{self.function(op, name, c_type)}({operands[0]})"

@@ -7,9 +7,10 @@ the program's device), and each remaining op becomes a step. At call time
 the arguments are checked (types, static dims, device, `braze.dims`
 symbols), then the steps run in order:
 
-* `braze.kernel`: outputs are allocated with torch on the program's device,
-  then the target's `KernelCall` launches the kernel once (see
-  `StepFactory`);
+* `braze.kernel`: outputs are carved from the call's arena where
+  braze-plan-memory placed them (runtime/arena.py), else allocated with
+  torch on the program's device, then the target's `KernelCall` launches
+  the kernel once (see `StepFactory`);
 * everything else (matrix products through the device's vendor library,
   attention, convolutions, views and other layout ops, `tensor.dim` and
   index arithmetic, `braze.extern` aten calls) runs through the host-op
@@ -49,6 +50,7 @@ from braze.hostops.products import convolution_arguments, convolution_layout
 from braze.hostops.record import DYNAMIC_SIZE, TensorType, op_record, type_record
 from braze.hostops.signature import check_arguments
 from braze.runtime import collectives, trace
+from braze.runtime.arena import ArenaPlan
 from braze.runtime.combo import ComboCall
 from braze.runtime.control_flow import control_flow_call
 
@@ -107,6 +109,9 @@ class KernelCall:
             k: j for k, result in enumerate(spec.result_types)
             for j, input_ in enumerate(spec.input_types) if input_ == result}
         self.reuse: dict[int, int] = {}  # set by Program where the input is dead
+        # Result number -> (arena slot, shape, strides, offset): set by
+        # ArenaPlan where braze-plan-memory placed the result.
+        self.carve: dict[int, tuple] = {}
         self.size_type = ctypes.c_int64 * max(spec.size_count, 1)
         self.static = not self.dynamic and all(
             dynamic not in t.shape for t in spec.input_types + spec.result_types)
@@ -151,6 +156,11 @@ class KernelCall:
                     inputs[number] = tensor.contiguous()  # kernels read rows in place
         outputs = []
         for result, (shape, dtype) in enumerate(zip(shapes, self.result_dtypes)):
+            carve = self.carve.get(result)
+            if carve is not None:
+                slot, carved_shape, strides, offset = carve
+                outputs.append(env[slot].as_strided(carved_shape, strides, offset))
+                continue
             number = self.reuse.get(result)
             if number is not None and inputs[number].is_contiguous() and list(inputs[number].shape) == list(shape):
                 outputs.append(inputs[number])
@@ -313,7 +323,7 @@ class Program:
         self.argument_types = [type_record(t) for t in func_op.type.inputs]
         self.device = torch.device(device)
         self._build(func_op.regions[0].blocks[0], kernels_runtime, iter(kernels), iter(launches),
-                    HostContext(parameters, self.device))
+                    HostContext(parameters, self.device), func_op)
         self._arguments = _ArgumentCheck(func_op, module_op, self.device)
 
     @classmethod
@@ -327,7 +337,8 @@ class Program:
         program._build(block, kernels_runtime, kernel_specs, launches, context)
         return program
 
-    def _build(self, block: ir.Block, kernels_runtime, kernel_specs, launches, context: HostContext) -> None:
+    def _build(self, block: ir.Block, kernels_runtime, kernel_specs, launches, context: HostContext,
+               func_op=None) -> None:
         """Slots, constants and steps of the ops of `block`, which ends with
         func.return or braze.yield."""
         self.kernels_runtime = kernels_runtime
@@ -350,6 +361,7 @@ class Program:
         fresh: set[int] = set()
         readers = Counter(v for op in block.operations for v in _operands(op))
         plan, starts = collectives.CollectivePlan(), {}
+        kernel_steps = []
         for op in block.operations:
             name = op.operation.name
             operand_slots = [slot(v) for v in _operands(op)]
@@ -368,6 +380,7 @@ class Program:
                 continue
             if name == "braze.kernel":
                 call = kernels_runtime.kernel_call(next(kernel_specs), op, slots)
+                kernel_steps.append((op, call))
             elif name in collectives.OPS:
                 # Issued without blocking; a wait also holds its start's input.
                 call, operand_slots = collectives.collective_step(op, slots, plan, starts)
@@ -413,11 +426,21 @@ class Program:
         self.kernel_count = sum(len(c.calls) if isinstance(c, ComboCall) else 1 for c in launched) + sum(
             getattr(step[0], "kernel_count", 0) for step in steps)
         self.launch_count = len(launched)
-        self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh)
+        # The arena (braze-plan-memory) serves the function's own kernels; a
+        # control-flow region's kernels take their results from the allocator.
+        self.arena = ArenaPlan(func_op, self.device, len(slots)) if func_op is not None else None
+        carved = set()
+        if self.arena is not None:
+            running = {id(step[0]) for step in steps}  # not the kernels run at build time
+            for op, call in kernel_steps:
+                if id(call) in running:
+                    self.arena.place(op, call)
+            carved = self.arena.carved
+        self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh - carved)
         # Per op name, the steps that call a library (GEMMs, convolutions).
         self.library_calls = Counter(s[0].name for s in steps if isinstance(s[0], _HostCall) and s[0].name in _FRESH)
         self.extern_calls = Counter(s[0].target for s in steps if isinstance(s[0], _ExternCall))
-        self.slot_count = len(slots)
+        self.slot_count = len(slots) + (self.arena.slot_count if self.arena is not None else 0)
         self.template = [template.get(i) for i in range(self.slot_count)]
         self.copied_outputs = [i for i, s in enumerate(self.output_slots)
                                if s not in fresh or self.output_slots.index(s) != i]
@@ -446,6 +469,8 @@ class Program:
                 continue
             taken = set()
             for result, input_number in call.reusable.items():
+                if result in call.reuse:  # braze-plan-memory chose already
+                    continue
                 slot_number = call.inputs[input_number]
                 base = root.get(slot_number)
                 if base is None or base not in fresh or input_number in taken:
@@ -485,6 +510,8 @@ class Program:
         env = list(self.template)
         for slot_number, value in zip(self.argument_slots, arguments):
             env[slot_number] = value
+        if self.arena is not None and self.arena.dtype_slots:
+            self.arena.fill(env)
         if trace.tracer is not None:  # braze.profile (runtime/trace.py)
             trace.tracer.run(self, env)
         elif _RUNTIME_LOG.isEnabledFor(logging.DEBUG):

@@ -52,6 +52,9 @@ class TargetOptions:
     # the faster (braze-tune-convolutions; the CPU target only): an
     # alternative to channels_last; its choice depends on the machine's load.
     tune_convolutions: bool = False
+    # Place intermediate kernel buffers in one arena per call, reused by
+    # liveness (braze-plan-memory).
+    plan_memory: bool = True
     # Directory of the compiled-kernel cache (default: BRAZE_CACHE_DIR).
     # Not part of the cache key.
     cache_dir: str | None = None
@@ -124,11 +127,16 @@ class Target:
 
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
                                         options.collapse_dims, remarks=options.report is not None,
-                                        overlap=options.overlap, fold_layouts=options.fold_layouts)
+                                        overlap=options.overlap,
+                                        # GPU launchers copy strided inputs; index maps over host
+                                        # views are read in place by the CPU's kernels only.
+                                        fold_layouts=options.fold_layouts and not self.gpu)
         if options.combo_kernels and self.combo_arguments:
             pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:
             pipeline += f",func.func(braze-gpu-schedule{{target={self.schedule_target or self.name} threads={int(options.threads)}}})"
+        if options.plan_memory:
+            pipeline += ",braze-plan-memory"
         return pipeline
 
     def emit(self, operations: list, options: TargetOptions) -> Unit:

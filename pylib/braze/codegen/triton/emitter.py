@@ -42,7 +42,8 @@ from pathlib import Path
 from mlir import ir
 
 from braze.codegen.analysis import (BINARY, BINARY_MATH, CASTS, DIVIDING, KERNEL_BODY_OPS, REDUCTION_KINDS,
-                                    UNARY_MATH, WRAPPING, KernelAnalysis, combo_kernels, type_name)
+                                    UNARY_MATH, WRAPPING, KernelAnalysis, combo_kernels, may_divide_by_zero,
+                                    type_name)
 from braze.errors import BrazeError, format_location
 
 LANGUAGE = "Triton"
@@ -351,7 +352,7 @@ class TritonRenderer:
             self.names[result] = str(op.attributes["value"].value)  # index literals: plain ints
             return
         expression = self.expression(op)
-        if name in DIVIDING:
+        if may_divide_by_zero(op):
             self.helpers.add("_flag_zero_divisor")
             active = self.mask(self.axes[result]) or "True"
             lines.append(f"{indent}_flag_zero_divisor(failed, {self.names[op.operation.operands[1]]}, {active})")
