@@ -364,7 +364,8 @@ def BrazeVerifyCollectiveOrder
     or one rank skips one, they exchange the wrong buffers or hang. This
     pass rejects what could make the sequence differ between ranks:
 
-    - a collective under control flow (an op with regions) whose operands
+    - a collective under control flow (an op with regions) whose deciding
+      operands (a `braze.switch`'s index; every operand of other ops)
       depend on rank-dependent values: function arguments, parameters
       (shards differ per rank), results of `reduce_scatter` and
       `all_to_all`, and anything computed from them. Constants and the

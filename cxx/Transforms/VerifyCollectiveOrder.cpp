@@ -42,8 +42,15 @@ public:
   }
 
   /// The first operand of `op` that is rank-dependent, or null.
+  /// The first operand of control-flow op `op` that decides what runs and
+  /// depends on rank-dependent values. A braze.switch's branch depends on
+  /// its index only (its inputs are data for the branch); for any other op
+  /// every operand may decide (a loop's carried values feed its condition).
   OpOperand *firstDependentOperand(Operation *op) {
-    for (OpOperand &operand : op->getOpOperands())
+    MutableArrayRef<OpOperand> deciding = op->getOpOperands();
+    if (auto choice = dyn_cast<SwitchOp>(op))
+      deciding = choice.getIndexMutable();
+    for (OpOperand &operand : deciding)
       if (dependent(operand.get()))
         return &operand;
     return nullptr;

@@ -112,3 +112,42 @@ func.func @never_waited(%x: tensor<4xf32>) {
   %a = braze.all_reduce_start %x "sum" group "0" ranks [0, 1] : tensor<4xf32> -> !braze.work<tensor<4xf32>>
   return
 }
+
+// -----
+
+// Tests that a collective in a braze.switch branch is accepted when the
+// index is the same on every rank, even though the branch's input (a
+// function argument) differs per rank: only the index decides the branch.
+// CHECK-LABEL: func.func @switch_on_replicated_index
+func.func @switch_on_replicated_index(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %i = braze.constant dense<1> : tensor<i64>
+  %r = braze.switch %i (%x) : (tensor<i64>, tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // CHECK: braze.all_reduce_start {{.*}} {braze.collective_order = 0 : i64}
+    %v = braze.all_reduce_start %a "sum" group "0" ranks [0, 1] : tensor<4xf32> -> !braze.work<tensor<4xf32>>
+    %s = braze.wait %v : !braze.work<tensor<4xf32>>
+    braze.yield %s : tensor<4xf32>
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    braze.yield %a : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a collective in a braze.switch branch is refused when the
+// index is rank-dependent (a function argument).
+func.func @switch_on_rank_dependent_index(%x: tensor<4xf32>, %i: tensor<i64>) -> tensor<4xf32> {
+  %r = braze.switch %i (%x) : (tensor<i64>, tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error-re @+1 {{is under 'braze.switch' at {{.*}}, whose operand #0 depends on rank-dependent values}}
+    %v = braze.all_reduce_start %a "sum" group "0" ranks [0, 1] : tensor<4xf32> -> !braze.work<tensor<4xf32>>
+    %s = braze.wait %v : !braze.work<tensor<4xf32>>
+    braze.yield %s : tensor<4xf32>
+  }, {
+  ^bb0(%a: tensor<4xf32>):
+    braze.yield %a : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
