@@ -35,3 +35,17 @@ func.func @softmax(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>) {
   return %y, %n : tensor<4x8xf32>, tensor<4xf32>
 }
 """
+
+# Five kernels with no data path between them (pointwise and reductions,
+# mixed dtypes, dynamic sizes): braze-combo-kernels groups them.
+COMBO_INDEPENDENT = """
+func.func @f(%x: tensor<?x16xf32>, %y: tensor<?xf64>, %z: tensor<7x300xf32>, %w: tensor<?x9xi64>)
+    -> (tensor<?x16xf32>, tensor<?xf64>, tensor<7xf32>, tensor<?x9xi64>, tensor<?x1xf32>) {
+  %a = braze.exp %x : tensor<?x16xf32>
+  %b = braze.neg %y : tensor<?xf64>
+  %c = braze.sum %z dims [1] : tensor<7x300xf32> -> tensor<7xf32>
+  %d = braze.mul %w, %w : tensor<?x9xi64>, tensor<?x9xi64> -> tensor<?x9xi64>
+  %e = braze.max %x dims [1] keepdim : tensor<?x16xf32> -> tensor<?x1xf32>
+  return %a, %b, %c, %d, %e : tensor<?x16xf32>, tensor<?xf64>, tensor<7xf32>, tensor<?x9xi64>, tensor<?x1xf32>
+}
+"""

@@ -11,25 +11,14 @@ import braze
 from braze import reference
 from braze.ir import parse
 from braze.passes import kernel_form_pipeline, run_pipeline
+from ir_samples import COMBO_INDEPENDENT
 
 pytest.importorskip("triton")
-
-_INDEPENDENT = """
-func.func @f(%x: tensor<?x16xf32>, %y: tensor<?xf64>, %z: tensor<7x300xf32>, %w: tensor<?x9xi64>)
-    -> (tensor<?x16xf32>, tensor<?xf64>, tensor<7xf32>, tensor<?x9xi64>, tensor<?x1xf32>) {
-  %a = braze.exp %x : tensor<?x16xf32>
-  %b = braze.neg %y : tensor<?xf64>
-  %c = braze.sum %z dims [1] : tensor<7x300xf32> -> tensor<7xf32>
-  %d = braze.mul %w, %w : tensor<?x9xi64>, tensor<?x9xi64> -> tensor<?x9xi64>
-  %e = braze.max %x dims [1] keepdim : tensor<?x16xf32> -> tensor<?x1xf32>
-  return %a, %b, %c, %d, %e : tensor<?x16xf32>, tensor<?xf64>, tensor<7xf32>, tensor<?x9xi64>, tensor<?x1xf32>
-}
-"""
 
 
 @pytest.mark.parametrize("dispatch", ["sequential", "flattened"])
 def test_a_combo_is_one_launch_matching_the_reference(dispatch):
-    module = parse(_INDEPENDENT)
+    module = parse(COMBO_INDEPENDENT)
     run_pipeline(module, kernel_form_pipeline()
                  + f",func.func(braze-combo-kernels{{dispatch={dispatch} pointwise-block=16}})")
     program = braze.compile_mlir(module, target="triton")
@@ -39,7 +28,7 @@ def test_a_combo_is_one_launch_matching_the_reference(dispatch):
     for n in (0, 3, 40):  # empty, a partial block, several blocks per sub-kernel
         args = (torch.randn(n, 16), torch.randn(n * 5, dtype=torch.float64), torch.randn(7, 300),
                 torch.randint(-9, 9, (n, 9)))
-        want = reference.run(parse(_INDEPENDENT), *args)
+        want = reference.run(parse(COMBO_INDEPENDENT), *args)
         for got, expected in zip(program(*args), want):
             torch.testing.assert_close(got, expected)
 
