@@ -98,8 +98,6 @@ def test_grouped_kernels_with_dynamic_sizes_match_eager(rows):
         torch.testing.assert_close(got, want)
 
 
-
-
 def _combo_module(dispatch: str):
     module = parse(COMBO_INDEPENDENT)
     run_pipeline(module, kernel_form_pipeline()
