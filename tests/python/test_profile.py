@@ -5,7 +5,7 @@ import threading
 
 import pytest
 import torch
-from ir_samples import SOFTMAX
+from ir_samples import COMBO_INDEPENDENT, SOFTMAX
 
 import braze
 from braze.codegen import emit
@@ -92,3 +92,18 @@ def test_profiles_do_not_nest_and_bad_paths_are_clear(tmp_path):
         with braze.profile(tmp_path / "missing" / "t.json"):
             pass
     assert trace.tracer is None
+
+
+def test_a_combo_is_one_event_named_after_its_sub_kernels(tmp_path):
+    program = braze.compile_mlir(COMBO_INDEPENDENT)
+    assert program.stats["launches"] < program.stats["kernels"]
+    args = (torch.randn(3, 16), torch.randn(5, dtype=torch.float64), torch.randn(7, 300),
+            torch.randint(-9, 9, (2, 9)))
+    path = tmp_path / "trace.json"
+    with braze.profile(path):
+        program(*args)
+    kernels = [e for e in complete_events(json.loads(path.read_text())) if e["cat"] == "kernel"]
+    assert len(kernels) == program.stats["launches"]
+    assert any(" + " in e["name"] for e in kernels)
+    named = sorted(name for e in kernels for name in e["name"].split(" + "))
+    assert named == sorted(emit(program.module, "cpu")["f"].kernels)  # every kernel once, as the report names it

@@ -1,4 +1,4 @@
-"""Per-kernel facts for the compile report: name, launch group, domain,
+"""Per-kernel facts for the compile report: name, combo, domain,
 estimated bytes and flops, and the kernel's own lines of the generated source."""
 
 from __future__ import annotations

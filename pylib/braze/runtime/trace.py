@@ -1,5 +1,5 @@
 """Execution traces: `with braze.profile("trace.json"):` records every call
-of a compiled program and each of its steps (kernels and launch groups by
+of a compiled program and each of its steps (kernels and combos by
 the names the compile report gives them, host ops, views, extern aten
 calls), one lane per thread, and writes Chrome trace JSON that Perfetto
 and chrome://tracing open. While a torch.profiler profile is recording,
@@ -45,6 +45,7 @@ class Tracer:
     def _step_events(self, program) -> list[tuple[str, str, dict]]:
         """Each step's (name, category, args), worked out once per program."""
         from braze.runtime import executor
+        from braze.runtime.combo import ComboCall
 
         events = []
         for step in program.steps:
@@ -55,7 +56,9 @@ class Tracer:
                 events.append((call.name, "view", {}))
             elif isinstance(call, executor._HostCall):
                 events.append((call.name, "host", {}))
-            else:  # a kernel, or a launch group of kernels (its name lists them)
+            elif isinstance(call, ComboCall):  # one launch: named after its sub-kernels
+                events.append((" + ".join(sub.name for sub in call.calls), "kernel", {}))
+            else:  # a kernel, or a control-flow op (braze.switch, braze.while)
                 location = getattr(call, "location", None)
                 events.append((call.name, "kernel", {"location": location} if location else {}))
         return events
