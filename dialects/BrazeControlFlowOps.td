@@ -44,9 +44,10 @@ def Braze_SwitchOp : Braze_Op<"switch", [IsolatedFromAbove,
   let arguments = (ins Braze_Selector:$index, Variadic<AnyType>:$inputs);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region VariadicRegion<SizedRegion<1>>:$branches);
-  let assemblyFormat = [{
-    $index `(` $inputs `)` attr-dict `:` functional-type(operands, results) $branches
-  }];
+  // `braze.switch %i(%x) : (tensor<i64>, T) -> R {...}, {...}`
+  // Syntax: see ControlFlowOps.cpp (hand-written so that the regions belong
+  // to the operation state while they are parsed; see the comment there).
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
 }
 
@@ -84,10 +85,10 @@ def Braze_WhileOp : Braze_Op<"while", [IsolatedFromAbove,
   let arguments = (ins Variadic<AnyType>:$inits, Variadic<AnyType>:$extras);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$condition, SizedRegion<1>:$body);
-  let assemblyFormat = [{
-    `(` $inits `)` (`extra` `(` $extras^ `)`)? attr-dict `:`
-    functional-type(operands, results) `condition` $condition `do` $body
-  }];
+  // `braze.while (%init) extra (%e) : (T, E) -> T condition {...} do {...}`
+  // Syntax: see ControlFlowOps.cpp (hand-written so that the regions belong
+  // to the operation state while they are parsed; see the comment there).
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
 }
 

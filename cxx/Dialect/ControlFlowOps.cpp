@@ -79,3 +79,82 @@ LogicalResult WhileOp::verify() {
   return verifyRegion(*this, getBody(), arguments, getResultTypes(),
                       "the body");
 }
+
+//===----------------------------------------------------------------------===//
+// Syntax
+//
+// Each region is added to the operation state before it is parsed. The
+// generated parser held them in unique_ptrs freed as soon as a later token
+// failed, while a forward reference from outside the op (in malformed input)
+// could still use a value defined in them: MLIR then aborted with "operation
+// destroyed but still has uses" instead of reporting the syntax error.
+//===----------------------------------------------------------------------===//
+
+/// `: (operand types) -> result types`, then the operands resolved.
+static ParseResult parseSignature(OpAsmParser &parser, OperationState &result,
+                                  ArrayRef<OpAsmParser::UnresolvedOperand> operands) {
+  FunctionType type;
+  if (parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+      parser.parseType(type))
+    return failure();
+  result.addTypes(type.getResults());
+  return parser.resolveOperands(operands, type.getInputs(), parser.getNameLoc(),
+                                result.operands);
+}
+
+ParseResult SwitchOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand, 4> operands(1);
+  if (parser.parseOperand(operands[0]) || parser.parseLParen() ||
+      parser.parseOperandList(operands) || parser.parseRParen() ||
+      parseSignature(parser, result, operands))
+    return failure();
+  do {
+    if (parser.parseRegion(*result.addRegion()))
+      return failure();
+  } while (succeeded(parser.parseOptionalComma()));
+  return success();
+}
+
+void SwitchOp::print(OpAsmPrinter &printer) {
+  printer << " " << getIndex() << "(" << getInputs() << ")";
+  printer.printOptionalAttrDict((*this)->getAttrs());
+  printer << " : ";
+  printer.printFunctionalType(getOperation()->getOperandTypes(), getResultTypes());
+  for (auto [number, branch] : llvm::enumerate(getBranches())) {
+    printer << (number ? ", " : " ");
+    printer.printRegion(branch);
+  }
+}
+
+ParseResult WhileOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand, 4> inits, extras;
+  if (parser.parseLParen() || parser.parseOperandList(inits) || parser.parseRParen())
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("extra")) &&
+      (parser.parseLParen() || parser.parseOperandList(extras) || parser.parseRParen()))
+    return failure();
+  llvm::copy(ArrayRef<int32_t>({static_cast<int32_t>(inits.size()),
+                                static_cast<int32_t>(extras.size())}),
+             result.getOrAddProperties<Properties>().operandSegmentSizes.begin());
+  SmallVector<OpAsmParser::UnresolvedOperand, 8> operands(inits.begin(), inits.end());
+  operands.append(extras);
+  if (parseSignature(parser, result, operands))
+    return failure();
+  Region *condition = result.addRegion();
+  Region *body = result.addRegion();
+  return failure(parser.parseKeyword("condition") || parser.parseRegion(*condition) ||
+                 parser.parseKeyword("do") || parser.parseRegion(*body));
+}
+
+void WhileOp::print(OpAsmPrinter &printer) {
+  printer << "(" << getInits() << ")";
+  if (!getExtras().empty())
+    printer << " extra(" << getExtras() << ")";
+  printer.printOptionalAttrDict((*this)->getAttrs(), {"operandSegmentSizes"});
+  printer << " : ";
+  printer.printFunctionalType(getOperation()->getOperandTypes(), getResultTypes());
+  printer << " condition ";
+  printer.printRegion(getCondition());
+  printer << " do ";
+  printer.printRegion(getBody());
+}

@@ -285,6 +285,9 @@ def test_kernels_read_symbolic_slices_in_place(monkeypatch):
     real = cpu._NativeKernelCall.launch
     monkeypatch.setattr(cpu._NativeKernelCall, "launch",
                         lambda self, inputs, *rest: launched.append(list(inputs)) or real(self, inputs, *rest))
+    real_combo = cpu._NativeComboCall.launch  # kernels grouped by braze-combo-kernels
+    monkeypatch.setattr(cpu._NativeComboCall, "launch",
+                        lambda self, prepared: launched.extend(list(p[0]) for p in prepared) or real_combo(self, prepared))
     model = CacheWindow()
     program = braze.compile(model, (torch.randn(2, 6, 8), torch.randn(3)),
                             dynamic_shapes=({1: WINDOW}, {0: torch.export.Dim("steps", min=1, max=4)}))
