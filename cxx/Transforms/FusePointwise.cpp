@@ -241,25 +241,31 @@ void planRecomputation(MutableArrayRef<GroupPlan> plans, int64_t limit,
         if (!producer || plan.contains(producer) ||
             !producer->hasTrait<PointwiseTrait>())
           continue;
-        auto remark = [&]() {
+        auto remark = [&](bool recomputed) {
           return producer->emitRemark()
                  << "'" << producer->getName() << "' "
-                 << (copies[producer] < limit ? "" : "not ")
+                 << (recomputed ? "" : "not ")
                  << "recomputed in the group of '"
                  << plan.members.back()->getName() << "' at "
                  << plan.members.back()->getLoc();
         };
         if (copies[producer] >= limit) {
           if (remarks)
-            remark() << ": already in " << limit << " group(s) (recompute-limit)";
+            remark(false) << ": already in " << limit << " group(s) (recompute-limit)";
+          continue;
+        }
+        if (!domain || domainOf(producer).size() != domain->size()) {
+          // A group's ops share one rank (braze-lower-kernels builds one
+          // iteration domain from them).
+          if (remarks)
+            remark(false) << ": its rank differs from the group's";
           continue;
         }
         if (isTranscendental(producer) &&
-            (!domain || domainOf(producer).size() != domain->size() ||
-             broadcastsInto(domainOf(producer), *domain,
-                            kTranscendentalBroadcast))) {
+            broadcastsInto(domainOf(producer), *domain,
+                           kTranscendentalBroadcast)) {
           if (remarks)
-            remark() << ": a transcendental function spread over a larger "
+            remark(false) << ": a transcendental function spread over a larger "
                         "domain";
           continue;
         }
@@ -269,7 +275,7 @@ void planRecomputation(MutableArrayRef<GroupPlan> plans, int64_t limit,
         if (!cheap)
           continue;
         if (remarks)
-          remark();
+          remark(true);
         plan.recomputed.push_back(producer);
         ++copies[producer];
         ++counter;

@@ -19,6 +19,7 @@ from typing import Callable
 import torch
 from torch._dynamo.exc import RestartAnalysis
 from torch._functorch.aot_autograd import make_boxed_func
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from braze.errors import BrazeError, CollectiveError
 from braze.frontend.decompositions import without_attention
@@ -86,8 +87,13 @@ def _shape_ranges(example_inputs) -> dict:
 def _graph_compiler(prepare: Callable[[ImportedGraph], Callable[..., list]]):
     def compile_graph(graph_module: torch.fx.GraphModule, example_inputs):
         try:
-            imported = import_graph(graph_module, range_constraints=_shape_ranges(example_inputs))
-            run = prepare(imported)
+            # AOTAutograd may call its compilers with its fake mode still
+            # active; braze reads the graph's real constants (a
+            # `torch.tensor(...)` made in forward) and runs real tensors
+            # while it prepares the program.
+            with unset_fake_temporarily():
+                imported = import_graph(graph_module, range_constraints=_shape_ranges(example_inputs))
+                run = prepare(imported)
         except RestartAnalysis:
             raise  # Dynamo's own signal to trace again, not a failure
         except Exception as error:  # any braze failure: this graph runs in eager

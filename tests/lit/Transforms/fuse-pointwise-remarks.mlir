@@ -103,3 +103,19 @@ func.func @recompute(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %u = braze.add %t, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   return %u : tensor<4x4xf32>
 }
+
+// -----
+
+// Tests that a producer of another rank is not recomputed in a group, even
+// when it reads only splat constants (braze-lower-kernels needs one rank per
+// group): the rank-0 sqrt stays outside, and the group reads its result.
+func.func @recompute_other_rank(%x: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %c = braze.constant dense<1.600000e+01> : tensor<f32>
+  // expected-remark @+1 {{'braze.sqrt' not recomputed in the group of 'braze.add' at loc(}}
+  %r = braze.sqrt %c : tensor<f32>
+  // expected-remark @+1 {{'braze.mul' not fused with its producer 'braze.sqrt': their iteration domains differ}}
+  %m = braze.mul %x, %r : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  // expected-remark @+1 {{'braze.add' fused with its producer 'braze.mul'}}
+  %s = braze.add %m, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  return %s : tensor<2x3xf32>
+}

@@ -214,3 +214,21 @@ func.func @broadcast_twice(%x: tensor<8x2xf32>, %g: tensor<8x1xf32>) -> tensor<8
   %m = braze.mul %x, %e : tensor<8x2xf32>, tensor<8x1xf32> -> tensor<8x2xf32>
   return %m : tensor<8x2xf32>
 }
+
+// -----
+
+// Tests that recomputation keeps a group at one rank: the rank-0 sqrt of a
+// splat constant is computed once outside the rank-2 group that reads it
+// (copied in, braze-lower-kernels refused the group).
+// RECOMPUTE-LABEL: func.func @recompute_keeps_one_rank
+// RECOMPUTE: %[[R:.*]] = braze.sqrt
+// RECOMPUTE: braze.group ins(%{{.*}}, %[[R]], %{{.*}})
+// RECOMPUTE-NOT: braze.sqrt
+// RECOMPUTE: return
+func.func @recompute_keeps_one_rank(%x: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %c = braze.constant dense<1.600000e+01> : tensor<f32>
+  %r = braze.sqrt %c : tensor<f32>
+  %m = braze.mul %x, %r : tensor<2x3xf32>, tensor<f32> -> tensor<2x3xf32>
+  %s = braze.add %m, %b : tensor<2x3xf32>, tensor<3xf32> -> tensor<2x3xf32>
+  return %s : tensor<2x3xf32>
+}

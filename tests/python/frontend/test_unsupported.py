@@ -85,6 +85,30 @@ def test_torch_compile_runs_an_unlowered_op_as_an_extern_call():
     torch.testing.assert_close(second, model(x + 1))
 
 
+def test_torch_compile_compiles_a_tensor_made_in_forward():
+    """A tensor literal made in forward (Falcon's and DeBERTa's scales,
+    Swin's mask fill value) is a real constant of the graph AOTAutograd
+    hands over while its fake mode is still active: braze compiles it, with
+    no fallback to eager."""
+    torch._dynamo.reset()
+    from braze.frontend import dynamo
+
+    dynamo._warned.clear()
+
+    class ScaledByLiteral(torch.nn.Module):
+        def forward(self, x):
+            return x * torch.sqrt(torch.tensor(16.0)) + torch.tensor([1.0, 2.0, 3.0])
+
+    model = ScaledByLiteral()
+    x = torch.randn(2, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.no_grad():
+            out = torch.compile(model, backend="braze")(x)
+    assert not [w for w in caught if "braze:" in str(w.message)]
+    torch.testing.assert_close(out, model(x))
+
+
 @pytest.mark.parametrize("stage", ["compile", "call"])
 def test_torch_compile_never_raises_for_a_braze_failure(monkeypatch, stage):
     """Any failure inside braze, when a graph compiles or when it runs,
