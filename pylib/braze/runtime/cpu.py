@@ -29,15 +29,23 @@ class _NativeKernelCall(KernelCall):
 
 class _NativeComboCall(ComboCall):
     """A combo's launch function (codegen/cpp/combo.py): every sub-kernel's
-    buffers, then sizes, one after the other, in one ctypes call."""
+    buffers, then sizes, one after the other, in one ctypes call. A
+    sub-kernel's sizes are exactly its `size_count` entries: a kernel
+    without sizes still holds one placeholder entry for its own call,
+    which must not shift the next sub-kernel's sizes."""
 
     def __init__(self, function, name: str, calls: list[KernelCall]):
         super().__init__(name, calls)
         self.function = function
+        self.size_counts = [call.spec.size_count for call in calls]
         # Static, contiguous sub-kernels pass the same sizes on every call.
         self.static_sizes = None
         if all(call.static for call in calls):
-            self.static_sizes = array.array("q", [size for call in calls for size in call.static_sizes])
+            self.static_sizes = self._concatenated([call.static_sizes for call in calls])
+
+    def _concatenated(self, kernel_sizes: list) -> array.array:
+        return array.array("q", [size for sizes, count in zip(kernel_sizes, self.size_counts)
+                                 for size in sizes[:count]])
 
     def launch(self, prepared: list[tuple]) -> int:
         pointers = array.array("q", [t.data_ptr() for inputs, outputs, _, _ in prepared for t in inputs + outputs])
@@ -45,7 +53,7 @@ class _NativeComboCall(ComboCall):
                 sizes is call.static_sizes for call, (_, _, _, sizes) in zip(self.calls, prepared)):
             sizes = self.static_sizes
         else:
-            sizes = array.array("q", [size for _, _, _, kernel_sizes in prepared for size in kernel_sizes])
+            sizes = self._concatenated([kernel_sizes for _, _, _, kernel_sizes in prepared])
         return self.function(pointers.buffer_info()[0], sizes.buffer_info()[0] if sizes else None)
 
 

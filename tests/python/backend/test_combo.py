@@ -164,3 +164,46 @@ def test_dependent_chains_are_not_grouped_and_stay_correct():
     assert compiled.stats["kernels"] == 3 and compiled.stats["launches"] == 2
     for got, want in zip(compiled(*args), model(*args)):
         torch.testing.assert_close(got, want)
+
+
+def test_a_sub_kernel_without_sizes_does_not_shift_the_next_ones_sizes():
+    # A rank-0 sub-kernel has no sizes at all (its own call passes one
+    # placeholder entry); the 4-D sub-kernels after it must still find
+    # their strides. Found as NaN weights from a compiled AdamW step.
+    text = """
+    func.func @f(%s: tensor<f32>, %x: tensor<16x3x3x3xf32>, %y: tensor<8x16x1x1xf32>)
+        -> (tensor<f32>, tensor<16x3x3x3xf32>, tensor<8x16x1x1xf32>) {
+      %a = braze.mul %s, %s : tensor<f32>, tensor<f32> -> tensor<f32>
+      %b = braze.mul %x, %x : tensor<16x3x3x3xf32>, tensor<16x3x3x3xf32> -> tensor<16x3x3x3xf32>
+      %c = braze.neg %y : tensor<8x16x1x1xf32>
+      return %a, %b, %c : tensor<f32>, tensor<16x3x3x3xf32>, tensor<8x16x1x1xf32>
+    }"""
+    program = braze.compile_mlir(text)
+    assert program.stats["kernels"] == 3 and program.stats["launches"] == 1
+    args = (torch.tensor(3.0), torch.randn(16, 3, 3, 3), torch.randn(8, 16, 1, 1))
+    for got, want in zip(program(*args), reference.run(parse(text), *args)):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("optimizer", [
+    lambda params: torch.optim.AdamW(params, lr=1e-2),
+    lambda params: torch.optim.SGD(params, lr=1e-2, momentum=0.9, weight_decay=1e-4, nesterov=True),
+], ids=["adamw", "sgd_nesterov"])
+def test_a_compiled_optimizer_step_matches_eager(optimizer):
+    # Parameters of every rank a model has (convolution weights, biases,
+    # linear weights), as torch.optim's own step updates them in place.
+    shapes = [(16, 3, 3, 3), (16,), (8, 16, 1, 1), (10, 16), ()]
+    eager = [torch.nn.Parameter(torch.randn(s, generator=torch.Generator().manual_seed(k)))
+             for k, s in enumerate(shapes)]
+    compiled = [torch.nn.Parameter(p.detach().clone()) for p in eager]
+    eager_step, compiled_optimizer = optimizer(eager), optimizer(compiled)
+    torch._dynamo.reset()
+    compiled_step = torch.compile(compiled_optimizer.step, backend="braze")
+    for step in range(3):
+        for p, q in zip(eager, compiled):
+            p.grad = torch.randn(p.shape, generator=torch.Generator().manual_seed(100 + step))
+            q.grad = p.grad.clone()
+        eager_step.step()
+        compiled_step()
+        for p, q in zip(eager, compiled):
+            torch.testing.assert_close(q, p)
