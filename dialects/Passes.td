@@ -565,7 +565,10 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
       and of a reshape input that is not a view of a contiguous tensor,
       through an index map in its body (the input's indices permuted, set
       to 0 where it broadcasts, scaled and offset where it is sliced,
-      re-split where it is reshaped);
+      re-split where it is reshaped); a slice whose sliced dim is dynamic
+      stays a view the kernel reads in place, as the kernel's shape checks
+      take an input read at the point's own index to have the domain's
+      extent;
     - a GEMM operand that a BLAS cannot read in place (no strided view has
       its layout, or neither matrix dim has unit stride), and any other
       reshape that would copy, becomes one copy `braze.kernel` that reads

@@ -308,9 +308,18 @@ std::optional<SmallVector<Value>> sourceIndices(Operation *view,
 }
 
 /// Whether `view` can be read through an index map (see sourceIndices).
+/// A slice is read so only where its sliced dim is static on both sides:
+/// a kernel's shape checks take an input read at the point's own index to
+/// have the domain's extent, which a larger source of a dynamic slice does
+/// not (on the CPU the kernel reads such a slice as a strided view in
+/// place, at the same cost).
 bool hasIndexMap(Operation *view) {
-  if (auto slice = dyn_cast<SliceOp>(view))
-    return slice.getStaticBound(0) && slice.getStaticBound(2);
+  if (auto slice = dyn_cast<SliceOp>(view)) {
+    int64_t dim = slice.getDim();
+    return slice.getStaticBound(0) && slice.getStaticBound(2) &&
+           !typeOf(slice.getInput()).isDynamicDim(dim) &&
+           !typeOf(slice.getResult()).isDynamicDim(dim);
+  }
   if (auto reshape = dyn_cast<ReshapeOp>(view))
     return !reshapeGroups(typeOf(reshape.getInput()).getShape(),
                           typeOf(reshape.getResult()).getShape())
@@ -459,6 +468,20 @@ Value unmergedOperand(Value operand) {
   return reshape.getInput();
 }
 
+/// The sizes a reshape of `from` to `type` lists for `type`'s dynamic dims,
+/// which are among its matrix (last two) dims, as `from`'s are.
+SmallVector<Value> matrixSizes(OpBuilder &builder, Location loc, Value from,
+                               RankedTensorType type) {
+  SmallVector<Value> sizes;
+  if (type.getNumDynamicDims() < 2)
+    return sizes; // one dynamic dim follows from the element count
+  int64_t offset = typeOf(from).getRank() - type.getRank();
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    if (type.isDynamicDim(dim))
+      sizes.push_back(tensor::DimOp::create(builder, loc, from, dim + offset));
+  return sizes;
+}
+
 /// `value` ([batch..., rows, cols]) as [batch, rows, cols]: a view that only
 /// splits or drops dims, or nothing when it would copy.
 std::optional<Value> withBatch(OpBuilder &builder, Location loc, Value value,
@@ -471,7 +494,9 @@ std::optional<Value> withBatch(OpBuilder &builder, Location loc, Value value,
   std::optional<Layout> layout = viewLayout(value);
   if (!layout || !viewStrides(type.getShape(), *layout, shape))
     return std::nullopt;
-  return ReshapeOp::create(builder, loc, type.clone(shape), value, ValueRange{})
+  RankedTensorType viewType = type.clone(shape);
+  return ReshapeOp::create(builder, loc, viewType, value,
+                           matrixSizes(builder, loc, value, viewType))
       .getResult();
 }
 
@@ -520,7 +545,8 @@ struct FoldLayoutsPass
     SmallVector<int64_t> shape(*batch);
     llvm::append_range(shape, resultType.getShape().take_back(2));
     Value product = BmmOp::create(builder, loc, resultType.clone(shape), *newLhs, *newRhs);
-    Value merged = ReshapeOp::create(builder, loc, resultType, product, ValueRange{});
+    Value merged = ReshapeOp::create(builder, loc, resultType, product,
+                                     matrixSizes(builder, loc, product, resultType));
     bmm.getResult().replaceAllUsesWith(merged);
     bmm.erase();
     ++numBatchedProducts;

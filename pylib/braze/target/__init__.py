@@ -46,10 +46,9 @@ class TargetOptions:
     combo_kernels: bool = True
     # Read permutes, expands, slices and reshapes in place (strided GEMM
     # operands, kernel index maps) instead of copying them on the host
-    # (braze-fold-layouts). Off by default: with dynamic sizes a kernel's
-    # run-time shape checks still compare a folded view's source with the
-    # domain, and reject it.
-    fold_layouts: bool = False
+    # (braze-fold-layouts; the CPU target only: GPU launchers copy strided
+    # inputs).
+    fold_layouts: bool = True
     # Measure each static convolution in both memory formats and run it in
     # the faster (braze-tune-convolutions; the CPU target only): an
     # alternative to channels_last; its choice depends on the machine's load.

@@ -222,3 +222,43 @@ func.func @dynamic_kernel(%x: tensor<?x8x4xf32>, %n: index) -> tensor<?x32xf32> 
   }
   return %y : tensor<?x32xf32>
 }
+
+// -----
+
+// Tests that a slice with a dynamic sliced dim (a KV cache read up to a
+// symbolic length) stays a view the kernel reads: its source is longer
+// than the kernel's domain, which the kernel's shape checks would refuse.
+// CHECK-LABEL: func.func @dynamic_slice
+// CHECK: %[[V:.*]] = braze.slice
+// CHECK: braze.kernel ins(%[[V]] : tensor<4x?xf32>)
+func.func @dynamic_slice(%cache: tensor<4x64xf32>, %s: index) -> tensor<4x?xf32> {
+  %v = braze.slice %cache dim 1 [0 : %s : 1] : tensor<4x64xf32> -> tensor<4x?xf32>
+  %y = braze.kernel ins(%v : tensor<4x?xf32>) domain [4, %s] reduce [] : tensor<4x?xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<4x?xf32>):
+    %x = tensor.extract %a[%i, %j] : tensor<4x?xf32>
+    %w = arith.mulf %x, %x : f32
+    braze.store %w, 0 [%i, %j] : f32
+  }
+  return %y : tensor<4x?xf32>
+}
+
+// -----
+
+// Tests that attention's scores product over a dynamic sequence length
+// (both matrix dims dynamic) becomes a product over [batch, heads] whose
+// result is reshaped back with the two dynamic sizes listed, from the
+// product's own dims.
+// CHECK-LABEL: func.func @dynamic_scores
+// CHECK: %[[S:.*]] = braze.bmm %{{.*}}, %{{.*}} : tensor<2x4x?x8xf32>, tensor<2x4x8x?xf32> -> tensor<2x4x?x?xf32>
+// CHECK-DAG: %[[M:.*]] = tensor.dim %[[S]], %c2
+// CHECK-DAG: %[[N:.*]] = tensor.dim %[[S]], %c3
+// CHECK: braze.reshape %[[S]] sizes [%[[M]], %[[N]]] : tensor<2x4x?x?xf32> -> tensor<8x?x?xf32>
+func.func @dynamic_scores(%q: tensor<2x?x4x8xf32>, %k: tensor<2x?x4x8xf32>, %s: index) -> tensor<8x?x?xf32> {
+  %qt = braze.permute %q [0, 2, 1, 3] : tensor<2x?x4x8xf32> -> tensor<2x4x?x8xf32>
+  %kt = braze.permute %k [0, 2, 3, 1] : tensor<2x?x4x8xf32> -> tensor<2x4x8x?xf32>
+  %qm = braze.reshape %qt : tensor<2x4x?x8xf32> -> tensor<8x?x8xf32>
+  %km = braze.reshape %kt : tensor<2x4x8x?xf32> -> tensor<8x8x?xf32>
+  // expected-remark @+1 {{batched product over 2 batch dims reads strided views}}
+  %r = braze.bmm %qm, %km : tensor<8x?x8xf32>, tensor<8x8x?xf32> -> tensor<8x?x?xf32>
+  return %r : tensor<8x?x?xf32>
+}
