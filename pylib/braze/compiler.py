@@ -16,6 +16,7 @@ from braze import logs, progress, report
 from braze.errors import BrazeError
 from braze.ir import Module, parse
 from braze.passes import run_pipeline
+from braze.report.cost import Machine
 from braze.target import TargetOptions
 from braze.target import get as get_target
 
@@ -59,6 +60,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     report_to = report.destination(options.report)
     if report_to is not None and options.report is None:
         options = dataclasses.replace(options, report=report_to)  # BRAZE_REPORT_DIR
+    machine = Machine.from_option(options.report_machine)
     started = time.perf_counter()
     # A private copy, locations kept, for the passes to rewrite.
     if isinstance(module_or_text, str):
@@ -105,7 +107,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         "target": chosen.name,
     }
     if record is not None:
-        stats["report"] = report.write(report_to, report.collect(record, func, unit, built, stats))
+        stats["report"] = report.write(report_to, report.collect(record, func, unit, built, stats, machine))
     return CompiledProgram(module, program, stats)
 
 

@@ -87,7 +87,7 @@ def test_passes_fusion_and_codegen_topics(caplog, tmp_path):
         "func.func(braze-lower-kernels)", "func.func(braze-channels-last)", "func.func(braze-collapse-dims)", "cse",
         "func.func(braze-verify-collective-order)", "func.func(braze-overlap{remarks=true})",
         "func.func(braze-verify-collective-order)", "func.func(braze-combo-kernels{max-arguments=250 remarks=true})",
-        "braze-plan-memory"]
+        "braze-plan-memory{remarks=true}"]
     assert parsed[0][1] == "9"  # the function, its 7 ops and the return
     assert all(before[2] == after[1] for before, after in zip(parsed[:6], parsed[1:7]))
     fusion = records(caplog, "fusion")
