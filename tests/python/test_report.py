@@ -380,6 +380,28 @@ def test_timeline_model_from_ir():
     assert plan.lanes == ["compute", "group g"]
 
 
+def test_timeline_costs_a_switch_as_its_costliest_branch():
+    text = """
+    func.func @f(%i: tensor<i64>, %x: tensor<8xf32>) -> tensor<8xf32> {
+      %r = braze.switch %i (%x) : (tensor<i64>, tensor<8xf32>) -> tensor<8xf32> {
+      ^bb0(%a: tensor<8xf32>):
+        braze.yield %a : tensor<8xf32>
+      }, {
+      ^bb0(%a: tensor<8xf32>):
+        %n = braze.neg %a : tensor<8xf32>
+        braze.yield %n : tensor<8xf32>
+      }
+      return %r : tensor<8xf32>
+    }
+    """
+    module = braze.parse(text)
+    braze.run_pipeline(module, "func.func(braze-lower-kernels)")
+    machine = Machine(memory_bandwidth=1e6, peak_flops=1e6)
+    (span,) = timeline.schedule(module.mlir_module.body.operations[0], "t", machine, {}).spans
+    # The negation's 32 + 32 bytes at 1 MB/s; the empty branch and the yields cost nothing.
+    assert (span.kind, span.name, span.end * 1e6) == ("control", "switch", pytest.approx(64.0))
+
+
 def test_report_machine_option(tmp_path):
     html = braze.compile_mlir(COLLECTIVE_STEP, options={
         "report": str(tmp_path / "r.html"), "report_machine": {"link_bandwidth": 1e9, "link_latency": 2e-6}}

@@ -81,8 +81,8 @@ def _label(op, names: dict[str, list[str]]) -> str:
 def _region_seconds(op, machine: cost.Machine) -> float:
     """A control-flow op's estimate: a switch its costliest branch, a while
     loop one condition and one body."""
-    per_region = [sum(_compute_seconds(inner, machine) for inner in region.blocks[0].operations)
-                  for region in op.regions]
+    per_region = [sum(_compute_seconds(inner, machine) for inner in region.blocks[0].operations
+                      if inner.operation.name != "braze.yield") for region in op.regions]
     return max(per_region, default=0.0) if op.operation.name == "braze.switch" else sum(per_region)
 
 
