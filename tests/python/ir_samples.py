@@ -50,6 +50,21 @@ func.func @f(%x: tensor<?x16xf32>, %y: tensor<?xf64>, %z: tensor<7x300xf32>, %w:
 }
 """
 
+# A 2-way switch: branch 0 returns its input, branch 1 (one kernel) its negation.
+SWITCH = """
+func.func @pick(%i: tensor<i64>, %x: tensor<8xf32>) -> tensor<8xf32> {
+  %r = braze.switch %i (%x) : (tensor<i64>, tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    braze.yield %a : tensor<8xf32>
+  }, {
+  ^bb0(%a: tensor<8xf32>):
+    %n = braze.neg %a : tensor<8xf32>
+    braze.yield %n : tensor<8xf32>
+  }
+  return %r : tensor<8xf32>
+}
+"""
+
 # A tensor-parallel step with one of everything the report draws: a GEMM
 # whose all_reduce braze-overlap hides behind three independent kernels
 # (braze-combo-kernels groups them, not the negation of the rank-dropping

@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import torch
-from ir_samples import COMBO_INDEPENDENT, SOFTMAX
+from ir_samples import COMBO_INDEPENDENT, SOFTMAX, SWITCH
 
 import braze
 from braze.codegen import emit
@@ -161,21 +161,6 @@ def test_compiles_in_a_profile_are_traced(tmp_path):
     # The call comes after its compile.
     (call,) = [e for e in events if e["cat"] == "call"]
     assert call["ts"] >= whole["ts"] + whole["dur"]
-
-
-SWITCH = """
-func.func @pick(%i: tensor<i64>, %x: tensor<8xf32>) -> tensor<8xf32> {
-  %r = braze.switch %i (%x) : (tensor<i64>, tensor<8xf32>) -> tensor<8xf32> {
-  ^bb0(%a: tensor<8xf32>):
-    braze.yield %a : tensor<8xf32>
-  }, {
-  ^bb0(%a: tensor<8xf32>):
-    %n = braze.neg %a : tensor<8xf32>
-    braze.yield %n : tensor<8xf32>
-  }
-  return %r : tensor<8xf32>
-}
-"""
 
 
 def test_control_flow_steps_have_their_own_category(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from ir_samples import COLLECTIVE_STEP, SOFTMAX
+from ir_samples import COLLECTIVE_STEP, SOFTMAX, SWITCH
 
 import braze
 from braze import progress
@@ -381,20 +381,7 @@ def test_timeline_model_from_ir():
 
 
 def test_timeline_costs_a_switch_as_its_costliest_branch():
-    text = """
-    func.func @f(%i: tensor<i64>, %x: tensor<8xf32>) -> tensor<8xf32> {
-      %r = braze.switch %i (%x) : (tensor<i64>, tensor<8xf32>) -> tensor<8xf32> {
-      ^bb0(%a: tensor<8xf32>):
-        braze.yield %a : tensor<8xf32>
-      }, {
-      ^bb0(%a: tensor<8xf32>):
-        %n = braze.neg %a : tensor<8xf32>
-        braze.yield %n : tensor<8xf32>
-      }
-      return %r : tensor<8xf32>
-    }
-    """
-    module = braze.parse(text)
+    module = braze.parse(SWITCH)
     braze.run_pipeline(module, "func.func(braze-lower-kernels)")
     machine = Machine(memory_bandwidth=1e6, peak_flops=1e6)
     (span,) = timeline.schedule(module.mlir_module.body.operations[0], "t", machine, {}).spans
