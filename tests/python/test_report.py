@@ -349,6 +349,17 @@ def test_collective_timeline_before_and_after_overlap(collective_step):
     assert "100 GB/s memory, 1 TFLOP/s, links of 12.5 GB/s and 10 µs" in schedule
 
 
+def test_collective_timeline_without_overlap(tmp_path):
+    html = braze.compile_mlir(COLLECTIVE_STEP, options={"report": str(tmp_path / "r.html"), "overlap": False}) \
+        .stats["report"].read_text()
+    assert "braze-overlap did not run: the order as compiled." in html
+    assert re.findall(r'<svg id="(timeline-\w+)"', html) == ["timeline-compiled"]
+    assert "<h3>braze-overlap</h3>" not in html
+    # No collectives, no schedule.
+    plain = braze.compile_mlir(SOFTMAX, options={"report": str(tmp_path / "s.html")}).stats["report"].read_text()
+    assert "<h2>Collective schedule</h2>" not in plain and "<svg id=\"timeline" not in plain
+
+
 def test_timeline_model_from_ir():
     """The timeline's arithmetic on a known machine (1 MB/s, 1 Mflop/s, a
     1 MB/s link with 1 ms latency): a matmul, then an all_reduce over 4

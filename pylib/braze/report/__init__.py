@@ -121,9 +121,7 @@ def collect(record: PipelineRecord, func_op, unit, built, stats: dict, machine: 
 
 def _draw(facts: CompileFacts, record: PipelineRecord, func_op, kernel_ops: list, fusion_remarks: list) -> None:
     function = facts.function
-    kept = set()
-    for op in _walk(func_op):
-        kept.add(op.operation.name)
+    kept = {op.operation.name for op in _walk(func_op)}
     kernels = [(kernel.name, str(op.operation.location)) for kernel, op in zip(facts.kernels, kernel_ops)]
     drawn = []
     if FUSION_PASS in record.ir_before:
@@ -189,7 +187,7 @@ def _named(message: str, numbered: list) -> str:
 
 def _schedule(facts: CompileFacts, record: PipelineRecord, func_op, names: dict[str, list[str]]) -> None:
     """The collective timelines: before and after braze-overlap, or the
-    compiled order when the pass did not run. None without collectives."""
+    compiled order when the pass did not run; none without collectives."""
     if not any(op.operation.name in graphs.COLLECTIVES for op in _walk(func_op)):
         return
     if OVERLAP_PASS in record.ir_before and OVERLAP_PASS in record.ir_after:
