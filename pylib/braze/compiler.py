@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ from braze import logs, progress, report
 from braze.errors import BrazeError
 from braze.ir import Module, parse
 from braze.passes import run_pipeline
+from braze.passes.pipeline import PipelineRecord
+from braze.report.cost import Machine
+from braze.runtime import trace
 from braze.target import TargetOptions
 from braze.target import get as get_target
 
@@ -59,6 +63,7 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     report_to = report.destination(options.report)
     if report_to is not None and options.report is None:
         options = dataclasses.replace(options, report=report_to)  # BRAZE_REPORT_DIR
+    machine = Machine.from_option(options.report_machine)
     started = time.perf_counter()
     # A private copy, locations kept, for the passes to rewrite.
     if isinstance(module_or_text, str):
@@ -69,20 +74,28 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         raise BrazeError(f"compile_mlir expects a braze.Module, an mlir.ir.Module or IR text, "
                          f"got {type(module_or_text).__name__}")
     dump_dir = _fresh_dump_dir(Path(options.dump_dir)) if options.dump_dir is not None else None
-    record = report.pipeline_record() if report_to is not None else None
-    with progress.compiling(f"for {chosen.name}", ["passes", "codegen", "build"]) as bar:
-        bar.stage("passes")
-        run_pipeline(module, chosen.pipeline(options), dump_dir=dump_dir, record=record)
+    # A report reads the passes' record; an open braze.profile shows each pass.
+    tracer = trace.tracer
+    record = report.pipeline_record() if report_to is not None else (PipelineRecord() if tracer else None)
+    traced = {"target": chosen.name}
+    with progress.compiling(f"for {chosen.name}", ["passes", "codegen", "build"]) as bar, \
+            trace.compile_stage(f"compile for {chosen.name}", traced):
+        with _stage(bar, "passes"):
+            run_pipeline(module, chosen.pipeline(options), dump_dir=dump_dir, record=record)
+        if tracer is not None:
+            tracer.passes(record.passes)
         module_op = module.mlir_module.operation
         func = select_entry(functions(module_op), entry)
+        traced["function"] = func.attributes["sym_name"].value
         operations = function_operations(func)
-        bar.stage("codegen")
-        unit = chosen.emit(operations, options)
+        with _stage(bar, "codegen"):
+            unit = chosen.emit(operations, options)
         if dump_dir is not None:
             # Written from the emitted source, so a cache hit dumps it too.
             (dump_dir / f"{chosen.name}-kernels{unit.extension}").write_text(unit.source)
-        bar.stage("build")
-        built = chosen.build(unit, options) if unit.kernels else None
+        with _stage(bar, "build"):
+            built = chosen.build(unit, options) if unit.kernels else None
+        traced["cache_hit"] = bool(built) and built.cache_hit
     _log_codegen(chosen.name, unit, built)
     program = Program(module_op, func, built.kernels if built else None, list(unit.kernels.values()),
                       unit.launches, parameters, chosen.run_device())
@@ -104,9 +117,17 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         "source": built.source_path if built else None,
         "target": chosen.name,
     }
-    if record is not None:
-        stats["report"] = report.write(report_to, report.collect(record, func, unit, built, stats))
+    if report_to is not None:
+        stats["report"] = report.write(report_to, report.collect(record, func, unit, built, stats, machine))
     return CompiledProgram(module, program, stats)
+
+
+@contextmanager
+def _stage(bar, name: str):
+    """One stage of a compile: on the progress bar, and in an open braze.profile."""
+    bar.stage(name)
+    with trace.compile_stage(name):
+        yield
 
 
 def _fresh_dump_dir(root: Path) -> Path:
@@ -193,8 +214,8 @@ def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=N
     chosen.require()
     title = getattr(model, "__name__", None) or type(model).__name__  # a function's name, or a module's class
     with progress.compiling(title, ["capture", "passes", "codegen", "build"]) as bar:
-        bar.stage("capture")
-        exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes, dynamic_spec=dynamic_spec)
+        with _stage(bar, "capture"):
+            exported = export(model, example_args, kwargs, dynamic_shapes=dynamic_shapes, dynamic_spec=dynamic_spec)
         compiled = compile_mlir(exported.module, target, parameters=exported.parameters, options=options)
     # The aten ops torch.export captured, against which externs are counted.
     compiled.stats["captured_ops"] = exported.imported.op_count

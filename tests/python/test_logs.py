@@ -63,6 +63,25 @@ def test_environment_variable_logs_to_stderr_in_a_fresh_process():
     assert not any(line.startswith("[braze.codegen]") for line in lines)
 
 
+def test_listeners_ask_every_pass_with_a_remarks_option():
+    """What run_pipeline runs when a report or the fusion topic listens:
+    remarks=true on each pass that declares the option and does not set it
+    (MLIR prints a parsed pass with all its options); the rest as written."""
+    from braze.passes.pipeline import explaining
+
+    context = braze.parse(SOFTMAX).context
+    assert explaining("braze-simplify,func.func(braze-fuse-pointwise{recompute-limit=2},braze-lower-kernels),cse,"
+                      "func.func(braze-combo-kernels{remarks=false}),braze-plan-memory,braze-tune-convolutions",
+                      context) == (
+        "braze-simplify,func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true},braze-lower-kernels),cse,"
+        "func.func(braze-combo-kernels{remarks=false}),braze-plan-memory{remarks=true},braze-tune-convolutions")
+    # A typo is left as written, for the pipeline check to name.
+    assert explaining("func.func(braze-fuse-pointwse)", context) == "func.func(braze-fuse-pointwse)"
+    with pytest.raises(BrazeError, match="braze-fuse-pointwse"):
+        braze.set_logs("fusion")
+        braze.run_pipeline(braze.parse(SOFTMAX), "func.func(braze-fuse-pointwse)")
+
+
 def test_set_logs_levels_and_silences_the_rest():
     braze.set_logs("passes,+runtime")
     assert logs.enabled("passes") and not logs.enabled("passes", logging.DEBUG)
@@ -87,7 +106,7 @@ def test_passes_fusion_and_codegen_topics(caplog, tmp_path):
         "func.func(braze-lower-kernels)", "func.func(braze-channels-last)", "func.func(braze-collapse-dims)", "cse",
         "func.func(braze-verify-collective-order)", "func.func(braze-overlap{remarks=true})",
         "func.func(braze-verify-collective-order)", "func.func(braze-combo-kernels{max-arguments=250 remarks=true})",
-        "braze-plan-memory"]
+        "braze-plan-memory{remarks=true}"]
     assert parsed[0][1] == "9"  # the function, its 7 ops and the return
     assert all(before[2] == after[1] for before, after in zip(parsed[:6], parsed[1:7]))
     fusion = records(caplog, "fusion")

@@ -1,11 +1,14 @@
-"""braze.profile: Chrome trace JSON of compiled programs' calls (docs/observability.md)."""
+"""braze.profile: Chrome trace JSON of compiled programs' calls and of
+compiles (docs/observability.md)."""
 
 import json
 import threading
+from pathlib import Path
 
+import jsonschema
 import pytest
 import torch
-from ir_samples import COMBO_INDEPENDENT, SOFTMAX
+from ir_samples import COMBO_INDEPENDENT, SOFTMAX, SWITCH
 
 import braze
 from braze.codegen import emit
@@ -23,12 +26,38 @@ func.func @linear(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<16x4xf32>
 """
 
 
+# The Trace Event Format's JSON object format, as a JSON schema (Perfetto's
+# trace processor would check more, but it is a download braze cannot make).
+SCHEMA = json.loads((Path(__file__).parent / "chrome_trace.schema.json").read_text())
+
+
 def complete_events(document: dict) -> list[dict]:
+    """The complete events of a trace, which must match the trace event
+    format's schema."""
+    jsonschema.validate(document, SCHEMA)
     events = [e for e in document["traceEvents"] if e["ph"] == "X"]
     for event in events:
         assert set(event) == {"name", "cat", "ph", "ts", "dur", "pid", "tid", "args"}
-        assert event["dur"] >= 0 and event["ts"] >= 0
     return events
+
+
+def inside(inner: dict, outer: dict) -> bool:
+    return (inner["tid"] == outer["tid"] and outer["ts"] <= inner["ts"]
+            and inner["ts"] + inner["dur"] <= outer["ts"] + outer["dur"] + 1e-3)
+
+
+def test_the_schema_check_can_fail():
+    good = {"traceEvents": [{"name": "k", "cat": "kernel", "ph": "X", "ts": 1.0, "dur": 2.0, "pid": 1, "tid": 2,
+                             "args": {}},
+                            {"name": "thread_name", "ph": "M", "pid": 1, "tid": 2, "args": {"name": "main"}}],
+            "displayTimeUnit": "ms"}
+    complete_events(good)
+    for broken in ({**good["traceEvents"][0], "dur": -1.0}, {**good["traceEvents"][0], "ts": "1"},
+                   {**good["traceEvents"][0], "ph": "XX"}, {**good["traceEvents"][1], "args": {"sort_index": 1}}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"traceEvents": [broken]}, SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**good, "displayTimeUnit": "s"}, SCHEMA)
 
 
 def test_trace_is_chrome_json_with_a_lane_per_thread(tmp_path):
@@ -66,7 +95,7 @@ def test_host_ops_and_views_have_their_own_categories(tmp_path):
     program = braze.compile_mlir(LINEAR)
     with braze.profile(tmp_path / "t.json") as tracer:
         program(torch.randn(4, 8), torch.randn(8, 16))
-    events = [e for e in tracer.trace()["traceEvents"] if e["ph"] == "X" and e["cat"] != "call"]
+    events = [e for e in complete_events(tracer.trace()) if e["cat"] != "call"]
     assert [(e["name"], e["cat"]) for e in events] == [
         ("braze.matmul", "host"), ("braze_kernel_0", "kernel"), ("braze.permute", "view")]
     assert events[1]["args"]["location"] == "<string>:4:8"
@@ -107,3 +136,81 @@ def test_a_combo_is_one_event_named_after_its_sub_kernels(tmp_path):
     assert any(" + " in e["name"] for e in kernels)
     named = sorted(name for e in kernels for name in e["name"].split(" + "))
     assert named == sorted(emit(program.module, "cpu")["f"].kernels)  # every kernel once, as the report names it
+
+
+def test_compiles_in_a_profile_are_traced(tmp_path):
+    """A compile inside the block is an event with its stages and each
+    pass nested in it, on the compiling thread's lane."""
+    path = tmp_path / "trace.json"
+    with braze.profile(path):
+        program = braze.compile_mlir(SOFTMAX)
+        program(torch.randn(4, 8))
+    events = complete_events(json.loads(path.read_text()))
+    compiles = [e for e in events if e["cat"] == "compile"]
+    (whole,) = [e for e in compiles if e["name"] == "compile for cpu"]
+    assert whole["args"]["function"] == "softmax" and whole["args"]["target"] == "cpu"
+    stages = {e["name"]: e for e in compiles if e["name"] in ("passes", "codegen", "build")}
+    assert list(stages) == ["passes", "codegen", "build"]
+    assert all(inside(stage, whole) for stage in stages.values())
+    passes = [e for e in compiles if "pipeline" in e["args"]]
+    assert [e["name"] for e in passes][:3] == ["braze-simplify", "braze-verify-collective-order",
+                                               "braze-fuse-pointwise"]
+    assert len(passes) == len(braze.compiler.pipeline({}).split(","))  # one pass between two commas
+    assert all(inside(run, stages["passes"]) for run in passes)
+    assert passes[0]["args"]["ops_before"] == 9
+    # The call comes after its compile.
+    (call,) = [e for e in events if e["cat"] == "call"]
+    assert call["ts"] >= whole["ts"] + whole["dur"]
+
+
+def test_control_flow_steps_have_their_own_category(tmp_path):
+    program = braze.compile_mlir(SWITCH)
+    x = torch.randn(8)
+    with braze.profile(tmp_path / "t.json") as tracer:
+        (y,) = program(torch.tensor(1), x)
+    torch.testing.assert_close(y, -x)
+    events = complete_events(tracer.trace())
+    (switch,) = [e for e in events if e["cat"] == "control"]
+    assert switch["name"] == "braze.switch" and switch["args"]["location"] == "<string>:3:8"
+    (region,) = [e for e in events if e["cat"] == "region"]
+    assert region["name"] == "braze.switch branch 1" and inside(region, switch)
+    (kernel,) = [e for e in events if e["cat"] == "kernel"]
+    assert inside(kernel, region)
+
+
+SOLO = """
+func.func @reduce(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %w = braze.all_reduce_start %x "sum" group "solo" ranks [3] : tensor<8xf32> -> !braze.work<tensor<8xf32>>
+  %r = braze.wait %w : !braze.work<tensor<8xf32>>
+  %y = braze.neg %r : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+"""
+
+
+def test_a_distributed_program_traces_on_its_rank(tmp_path):
+    """A process running collectives is its global rank's lane (pid = rank;
+    here a group of one whose member is global rank 3), with collective and
+    wait events."""
+    import braze.comm
+
+    store = braze.comm.TCPStore("127.0.0.1", 0, True)
+    comm = braze.comm.new_comm("tcp", 0, 1, store)
+    braze.register_communicator(comm, group="solo")
+    try:
+        program = braze.compile_mlir(SOLO)
+        x = torch.randn(8)
+        with braze.profile(tmp_path / "t.json") as tracer:
+            (y,) = program(x)
+    finally:
+        braze.unregister_communicator(comm)
+        comm.close()
+    torch.testing.assert_close(y, -x)
+    document = tracer.trace()
+    events = complete_events(document)
+    assert {e["pid"] for e in document["traceEvents"]} == {3}
+    metadata = {e["name"]: e["args"] for e in document["traceEvents"] if e["ph"] == "M" and e["tid"] == 0}
+    assert metadata == {"process_name": {"name": "braze rank 3"}, "process_sort_index": {"sort_index": 3}}
+    steps = [(e["name"], e["cat"], e["args"].get("group")) for e in events if e["cat"] != "call"]
+    assert steps == [("braze.all_reduce_start", "collective", "solo"),
+                     ("braze.wait (braze.all_reduce_start)", "wait", "solo"), ("braze_kernel_0", "kernel", None)]

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from ir_samples import SOFTMAX
+from ir_samples import COLLECTIVE_STEP, SOFTMAX, SWITCH
 
 import braze
 from braze import progress
 from braze.codegen import emit
 from braze.errors import BrazeError
-from braze.report import graph
+from braze.report import graph, timeline
+from braze.report.cost import Machine
 from braze.target import require_toolchains
 
 sys.path.insert(0, str(Path(__file__).parent / "frontend"))
@@ -50,6 +51,23 @@ def chromium(browser: str, page: Path, *flags: str) -> subprocess.CompletedProce
                            page.as_uri()], capture_output=True, text=True, timeout=60)
 
 
+def rendered(browser: str, page: Path, shot: Path) -> str:
+    """The DOM of `page` as headless Chromium renders it, which must log
+    nothing to its console; the screenshot `shot` is kept (with the page,
+    also in $BRAZE_TEST_ARTIFACTS when it is set)."""
+    dom = chromium(browser, page, "--dump-dom", f"--screenshot={shot}", "--window-size=1400,2400")
+    assert dom.returncode == 0, dom.stderr
+    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    assert not console, console
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get("BRAZE_TEST_ARTIFACTS"):  # a place that outlives pytest's tmp dirs
+        artifacts = Path(os.environ["BRAZE_TEST_ARTIFACTS"])
+        artifacts.mkdir(parents=True, exist_ok=True)
+        for kept in (page, shot):
+            shutil.copy(kept, artifacts / kept.name)
+    return dom.stdout
+
+
 def test_transformer_block_report_renders_in_chromium(tmp_path):
     """The report of a transformer block opens in headless Chromium without a
     console message, and its after-fusion picture has one box per kernel,
@@ -68,24 +86,14 @@ def test_transformer_block_report_renders_in_chromium(tmp_path):
     names = list(emit(compiled.module, "cpu")["forward"].kernels)
     assert len(names) == len(kernels) >= 4
 
-    shot = tmp_path / "block.png"
-    dom = chromium(browser, page, "--dump-dom", f"--screenshot={shot}", "--window-size=1400,2400")
-    assert dom.returncode == 0, dom.stderr
-    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
-    assert not console, console
-    boxes = re.findall(r'<g id="kernel-([^"]+)" class="cluster kernel">', section(dom.stdout, "after-fusion"))
+    dom = rendered(browser, page, tmp_path / "block.png")
+    boxes = re.findall(r'<g id="kernel-([^"]+)" class="cluster kernel">', section(dom, "after-fusion"))
     # One box per kernel (braze-combo-kernels may move a kernel to its combo's place).
     assert sorted(boxes) == sorted(names)
-    assert "cluster kernel" not in section(dom.stdout, "before-fusion")
+    assert "cluster kernel" not in section(dom, "before-fusion")
     for name in names:
-        assert f'<details class="kernel-source" id="source-kernel-{name}">' in dom.stdout
-        assert f"{name}(" in dom.stdout
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    if os.environ.get("BRAZE_TEST_ARTIFACTS"):  # a place that outlives pytest's tmp dirs
-        artifacts = Path(os.environ["BRAZE_TEST_ARTIFACTS"])
-        artifacts.mkdir(parents=True, exist_ok=True)
-        for kept in (page, shot):
-            shutil.copy(kept, artifacts / kept.name)
+        assert f'<details class="kernel-source" id="source-kernel-{name}">' in dom
+        assert f"{name}(" in dom
 
 
 def test_chromium_reports_console_errors(tmp_path):
@@ -124,7 +132,8 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
                       "func.func(braze-lower-kernels)", "func.func(braze-channels-last)",
                       "func.func(braze-collapse-dims)", "cse", "func.func(braze-verify-collective-order)",
                       "func.func(braze-overlap{remarks=true})", "func.func(braze-verify-collective-order)",
-                      "func.func(braze-combo-kernels{max-arguments=250})", "braze-plan-memory"]
+                      "func.func(braze-combo-kernels{max-arguments=250 remarks=true})",
+                      "braze-plan-memory{remarks=true}"]
     assert re.search(r"<td>kernel binary</td><td>cache (hit|miss \(compiled now\))</td>", html)
 
 
@@ -268,3 +277,195 @@ def test_report_of_dynamic_dims_leaves_the_estimates_open(tmp_path):
     row = re.search(r'braze_kernel_0</a></td>.*?</tr>', html).group(0)
     assert "<td>?</td><td" in row and "?xf32 → ?xf32" in row  # braze-collapse-dims merged ?x64
     assert re.findall(r'<td class="n">([^<]*)</td>', row) == ["dynamic", "dynamic", "-"]
+
+
+@pytest.fixture(scope="module")
+def collective_step(tmp_path_factory):
+    """COLLECTIVE_STEP compiled once with its report (no communicator is
+    needed to compile: a program finds its groups' at its first call)."""
+    need_program("dot")
+    page = tmp_path_factory.mktemp("collective") / "step.html"
+    compiled = braze.compile_mlir(COLLECTIVE_STEP, options={"report": str(page)})
+    return compiled, page.read_text()
+
+
+def test_report_draws_combos_regions_externs_and_collectives(collective_step):
+    compiled, html = collective_step
+    emitted = emit(compiled.module, "cpu")["step"]
+    after = section(html, "after-fusion")
+    # Each combo is a box around its sub-kernels' boxes, each with its schedule.
+    assert len(emitted.launches) == 1
+    (launch, members), = emitted.launches.items()
+    assert len(members) == 3
+    assert re.findall(r'<g id="combo&#45;(\w+)" class="cluster combo">', after) == [launch]
+    dispatch = compiled.module.mlir_module.body.operations[0].regions[0].blocks[0].operations
+    (dispatch,) = [op.attributes["dispatch"].value for op in dispatch if op.operation.name == "braze.combo"]
+    assert f">combo {launch}</text>" in after and f">dispatch {dispatch}</text>" in after
+    assert sorted(re.findall(r'<g id="kernel&#45;(\w+)" class="cluster kernel">', after)) == sorted(emitted.kernels)
+    assert len(re.findall(r">block \d+ · (?:rblock \d+ · )?cost \d+</text>", after)) == 3
+    # The switch is a box with a box per branch; the extern call and the
+    # collectives are nodes of their own kinds.
+    assert len(re.findall(r'class="cluster switch"', after)) == 1
+    assert re.findall(r'class="cluster region">.*?<text[^>]*>([^<]+)</text>', after, re.S) == ["branch 0", "branch 1"]
+    assert len(re.findall(r'class="node op extern"', after)) == 1 and ">extern aten.cumsum.default</text>" in after
+    assert len(re.findall(r'class="node op collective"', after)) == 2
+    assert ">group tp</text>" in after
+    # The kernels table gives each sub-kernel its launch.
+    for member in members:
+        assert re.search(rf"{member}</a></td><td>{launch}</td>", html)
+
+
+def test_report_shows_the_decisions_of_every_pass(collective_step):
+    compiled, html = collective_step
+    emitted = emit(compiled.module, "cpu")["step"]
+    (launch, members), = emitted.launches.items()
+    combos = html[html.index("<h2>Combo decisions</h2>"):html.index("<h2>Collective schedule</h2>")]
+    assert "braze-combo-kernels made 1 combo(s) of 3 kernels." in combos
+    for number, member in enumerate(members):
+        assert re.search(rf"<td>{member}</td><td>{launch}</td><td>grouped as sub-kernel #{number} of a combo of 3 "
+                         rf"kernels \(dispatch \w+\)", combos), member
+    # The pass numbers kernels (a group by its first); the report names them.
+    assert re.search(rf"not grouped with {members[0]}: a data path leads from {members[2]} to it", combos)
+    assert not re.search(r"(?<!sub-)kernel #\d", combos)
+    others = html[html.index("<h2>Other decisions</h2>"):html.index("<h2>Kernels</h2>")]
+    assert "<h3>braze-overlap</h3>" in others and "<h3>braze-plan-memory</h3>" in others
+    assert "moved down past 4 op(s); stopped by &#x27;braze.extern&#x27;, an op with effects" in others
+
+
+def test_collective_timeline_before_and_after_overlap(collective_step):
+    _, html = collective_step
+    schedule = html[html.index("<h2>Collective schedule</h2>"):html.index("<h2>Other decisions</h2>")]
+    waits = {}
+    for anchor in ("timeline-before", "timeline-after"):
+        svg = schedule[schedule.index(f'<svg id="{anchor}"'):]
+        svg = svg[:svg.index("</svg>")]
+        assert svg.count('class="lane"') == 2 and ">group tp</text>" in svg  # compute, and the group's lane
+        assert svg.count('class="span collective"') == 1 and svg.count('class="span library"') == 1
+        waits[anchor] = sum(float(width) for width in re.findall(r'class="span wait"[^>]*width="([\d.]+)"', svg))
+    # After the pass the three kernels run while the all_reduce is in flight.
+    before, after = (float(text.replace(",", "")) for text in
+                     re.findall(r"compute waiting ([\d,.]+) µs</h3>", schedule))
+    assert before > after > 0 and waits["timeline-before"] > waits["timeline-after"]
+    assert "100 GB/s memory, 1 TFLOP/s, links of 12.5 GB/s and 10 µs" in schedule
+
+
+def test_collective_timeline_without_overlap(tmp_path):
+    html = braze.compile_mlir(COLLECTIVE_STEP, options={"report": str(tmp_path / "r.html"), "overlap": False}) \
+        .stats["report"].read_text()
+    assert "braze-overlap did not run: the order as compiled." in html
+    assert re.findall(r'<svg id="(timeline-\w+)"', html) == ["timeline-compiled"]
+    assert "<h3>braze-overlap</h3>" not in html
+    # No collectives, no schedule.
+    plain = braze.compile_mlir(SOFTMAX, options={"report": str(tmp_path / "s.html")}).stats["report"].read_text()
+    assert "<h2>Collective schedule</h2>" not in plain and "<svg id=\"timeline" not in plain
+
+
+def test_timeline_model_from_ir():
+    """The timeline's arithmetic on a known machine (1 MB/s, 1 Mflop/s, a
+    1 MB/s link with 1 ms latency): a matmul, then an all_reduce over 4
+    ranks, waited for after a kernel."""
+    text = """
+    func.func @f(%a: tensor<2x4xf32>, %b: tensor<4x4xf32>, %x: tensor<16xf32>) -> (tensor<2x4xf32>, tensor<16xf32>) {
+      %m = braze.matmul %a, %b : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32>
+      %w = braze.all_reduce_start %x "sum" group "g" ranks [0, 1, 2, 3] : tensor<16xf32> -> !braze.work<tensor<16xf32>>
+      %k = braze.neg %m : tensor<2x4xf32>
+      %r = braze.wait %w : !braze.work<tensor<16xf32>>
+      return %k, %r : tensor<2x4xf32>, tensor<16xf32>
+    }
+    """
+    module = braze.parse(text)
+    braze.run_pipeline(module, "func.func(braze-lower-kernels)")
+    func = module.mlir_module.body.operations[0]
+    machine = Machine(memory_bandwidth=1e6, peak_flops=1e6, link_bandwidth=1e6, link_latency=1e-3)
+    plan = timeline.schedule(func, "t", machine, {})
+    spans = [(s.lane, s.kind, s.name, round(s.start * 1e6, 3), round(s.end * 1e6, 3)) for s in plan.spans]
+    # matmul: 8 + 16 + 8 floats (128 bytes), 2 x 8 x 4 = 64 flops: 128 µs;
+    # the collective starts then: 1000 µs + 2 x 3/4 of its 64 bytes (96 µs);
+    # the kernel: 32 + 32 bytes, 8 flops: 64 µs; the wait holds the compute
+    # lane until the collective ends.
+    assert spans == [("compute", "library", "matmul", 0.0, 128.0),
+                     ("group g", "collective", "all_reduce", 128.0, 1224.0),
+                     ("compute", "kernel", "kernel", 128.0, 192.0),
+                     ("compute", "wait", "wait: all_reduce", 192.0, 1224.0)]
+    assert plan.seconds == pytest.approx(1224e-6) and plan.waiting == pytest.approx(1032e-6)
+    assert plan.lanes == ["compute", "group g"]
+
+
+def test_timeline_costs_a_switch_as_its_costliest_branch():
+    module = braze.parse(SWITCH)
+    braze.run_pipeline(module, "func.func(braze-lower-kernels)")
+    machine = Machine(memory_bandwidth=1e6, peak_flops=1e6)
+    (span,) = timeline.schedule(module.mlir_module.body.operations[0], "t", machine, {}).spans
+    # The negation's 32 + 32 bytes at 1 MB/s; the empty branch and the yields cost nothing.
+    assert (span.kind, span.name, span.end * 1e6) == ("control", "switch", pytest.approx(64.0))
+
+
+def test_report_machine_option(tmp_path):
+    html = braze.compile_mlir(COLLECTIVE_STEP, options={
+        "report": str(tmp_path / "r.html"), "report_machine": {"link_bandwidth": 1e9, "link_latency": 2e-6}}
+    ).stats["report"].read_text()
+    assert "links of 1 GB/s and 2 µs" in html
+    with pytest.raises(BrazeError, match=r"report_machine has no field\(s\) 'flops' \(fields: memory_bandwidth, "
+                                         r"peak_flops, link_bandwidth, link_latency\)"):
+        braze.compile_mlir(SOFTMAX, options={"report_machine": {"flops": 1}})
+    with pytest.raises(BrazeError, match=r"report_machine\['peak_flops'\] must be a positive number, got 0"):
+        braze.compile_mlir(SOFTMAX, options={"report_machine": {"peak_flops": 0}})
+
+
+def test_collective_step_report_renders_in_chromium(tmp_path, collective_step):
+    """The page with combos, regions and the collective timeline renders
+    without a console message; the DOM holds the combo box and both
+    timelines (screenshot kept as for the transformer block)."""
+    browser = need_program("chromium", "chromium-browser", "google-chrome")
+    compiled, html = collective_step
+    page = tmp_path / "collective_step.html"
+    page.write_text(html)
+    dom = rendered(browser, page, tmp_path / "collective_step.png")
+    (launch, _), = emit(compiled.module, "cpu")["step"].launches.items()
+    assert f'<g id="combo-{launch}" class="cluster combo">' in dom
+    for anchor in ("timeline-before", "timeline-after"):
+        assert re.search(rf'<svg id="{anchor}" class="timeline".*?<rect class="span collective"', dom, re.S)
+
+
+FUSED_GEMM = """
+func.func @f(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>, %bias: tensor<32xf32>) -> tensor<8x32xf32> {
+  %y = braze.fused_gemm %x, %w extras(%bias : tensor<32xf32>) indexing ["n"] transpose_rhs accumulator f32
+      : (tensor<8x64xf32>, tensor<32x64xf32>) -> tensor<8x32xf32> {
+  ^bb0(%acc: f32, %b: f32):
+    %s = arith.addf %acc, %b : f32
+    braze.gemm_yield %s : f32
+  }
+  %r = braze.relu %y : tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+"""
+
+
+def test_graph_draws_a_fused_gemm_as_a_box():
+    """Nothing forms braze.fused_gemm yet: drawn from IR, it is a box around
+    its product and epilogue, fed by its operands, feeding its user."""
+    drawn = graph.function_graph(FUSED_GEMM, "f")
+    (box,) = drawn.boxes
+    assert box.kind == "fused-gemm" and box.label == "fused_gemm"
+    inside = {node.op: node for node in drawn.nodes.values() if node.box == 0}
+    assert set(inside) == {"braze.fused_gemm", "arith.addf"} and inside["braze.fused_gemm"].kind == "head"
+    edges = {(drawn.nodes[e.source].op, drawn.nodes[e.target].op) for e in drawn.edges}
+    assert edges == {("input", "braze.fused_gemm"), ("braze.fused_gemm", "arith.addf"), ("input", "arith.addf"),
+                     ("arith.addf", "braze.relu"), ("braze.relu", "output")}
+    assert 'class="fused-gemm"' in graph.to_dot(drawn, "t")
+
+
+def test_graph_boxes_a_region_op_it_does_not_know(monkeypatch):
+    """An op with regions and no BOX_KINDS entry still gets a box (its name
+    as the kind) with a box per region, so a new grouping op shows up."""
+    monkeypatch.delitem(graph.BOX_KINDS, "braze.switch")
+    drawn = graph.function_graph(COLLECTIVE_STEP, "step")
+    switch = next(number for number, box in enumerate(drawn.boxes) if box.kind == "switch")
+    regions = [box.label for box in drawn.boxes if box.parent == switch]
+    assert regions == ["region 0", "region 1"]
+    head = next(node for node in drawn.nodes.values() if node.op == "braze.switch")
+    assert head.kind == "head" and head.box == switch
+    # The head reads the index and each branch's yield, and feeds the result's user.
+    assert {drawn.nodes[e.source].op for e in drawn.edges if e.target == head.id} == {"input", "braze.tanh",
+                                                                                       "braze.add"}
+    assert [drawn.nodes[e.target].op for e in drawn.edges if e.source == head.id] == ["output"]

@@ -188,19 +188,36 @@ class PassRun:
     seconds: float
     ops_before: int
     ops_after: int
+    started_ns: int = 0  # time.perf_counter_ns() when it started
+
+
+@dataclass(frozen=True)
+class Remark:
+    """A decision a pass explained (an MLIR remark)."""
+
+    pass_name: str  # the pass that emitted it, e.g. "braze-combo-kernels"
+    location: str  # as messages print it (file:line:col)
+    message: str
 
 
 @dataclass
 class PipelineRecord:
-    """What `run_pipeline(..., record=...)` collects for a compile report:
-    each pass with its time and op counts, every remark the passes emit
-    (location, message), and the IR (text with locations) just before each
-    pass named in `keep_ir_before`, under that pass's name."""
+    """What `run_pipeline(..., record=...)` collects for a compile report
+    or a trace: each pass with its time and op counts, every remark the
+    passes emit (each pass that declares a `remarks` option is asked for
+    them), and the IR (text with locations) just before each pass named in
+    `keep_ir_before` and just after each named in `keep_ir_after`, under
+    that pass's name (its first run)."""
 
     keep_ir_before: tuple[str, ...] = ()
+    keep_ir_after: tuple[str, ...] = ()
     passes: list[PassRun] = field(default_factory=list)
-    remarks: list[tuple[str, str]] = field(default_factory=list)
+    remarks: list[Remark] = field(default_factory=list)
     ir_before: dict[str, str] = field(default_factory=dict)
+    ir_after: dict[str, str] = field(default_factory=dict)
+
+    def remarks_of(self, pass_name: str) -> list[Remark]:
+        return [remark for remark in self.remarks if remark.pass_name == pass_name]
 
 
 def run_pipeline(module: Module, pipeline: str, *, dump_dir: str | Path | None = None,
@@ -221,14 +238,15 @@ def run_pipeline(module: Module, pipeline: str, *, dump_dir: str | Path | None =
     if not isinstance(pipeline, str):
         raise TypeError(f"the pipeline must be a str, got {type(pipeline).__name__}")
     observed = dump_dir is not None or record is not None or logs.enabled("passes")
+    log = logs.logger("fusion")
+    listening = _RemarkListener(log if log.isEnabledFor(logging.INFO) else None, record)
+    if listening.wanted:
+        pipeline = explaining(pipeline, module.context)
     steps = _plan(pipeline, module.context, one_pass_per_step=observed)
-    remarks = logs.logger("fusion")
-    log_remarks = remarks.isEnabledFor(logging.INFO)
-    handler = module.context.attach_diagnostic_handler(_remark_handler(remarks if log_remarks else None, record)) \
-        if log_remarks or record is not None else None
+    handler = module.context.attach_diagnostic_handler(listening) if listening.wanted else None
     try:
         if observed:
-            _run_observed(module, steps, Path(dump_dir) if dump_dir is not None else None, record)
+            _run_observed(module, steps, Path(dump_dir) if dump_dir is not None else None, record, listening)
         else:
             for step in steps:
                 step.run(module)
@@ -238,20 +256,71 @@ def run_pipeline(module: Module, pipeline: str, *, dump_dir: str | Path | None =
     return module
 
 
-def _remark_handler(log: logging.Logger | None, record: PipelineRecord | None):
+# A pass option as MLIR prints a parsed pipeline (every option, with its value).
+_REMARKS_OPTION = re.compile(r"[{\s]remarks=")
+# Per pass (with its anchors): whether it declares a `remarks` option.
+_explains: dict[str, bool] = {}
+
+
+def _declares_remarks(nested: str, context: ir.Context) -> bool:
+    """Whether the one pass in `nested` (`func.func(name)`, `name{...}`)
+    has a `remarks` option: MLIR prints a parsed pass with all its options."""
+    key = re.sub(r"\{[^{}]*\}", "", nested)
+    if key not in _explains:
+        try:
+            printed = str(passmanager.PassManager.parse(f"builtin.module({key})", context=context))
+        except ValueError:  # not a C++ pass (a Python pass, a typo: _plan names it)
+            printed = ""
+        _explains[key] = bool(_REMARKS_OPTION.search(printed))
+    return _explains[key]
+
+
+def _with_remarks(element: str, anchors: list[str], context: ir.Context) -> str:
+    match = _ANCHORED.match(element)
+    if match:
+        anchor, inner = match.groups()
+        parts = _split_top_level(inner, element)
+        return f"{anchor}({','.join(_with_remarks(part, anchors + [anchor], context) for part in parts)})"
+    nested = element
+    for anchor in reversed(anchors):
+        nested = f"{anchor}({nested})"
+    if not _declares_remarks(nested, context) or _REMARKS_OPTION.search(element):
+        return element  # no such option, or the pipeline chose already
+    if element.endswith("}"):
+        return element[:-1].rstrip() + " remarks=true}"
+    return element + "{remarks=true}"
+
+
+def explaining(pipeline: str, context: ir.Context) -> str:
+    """`pipeline` with `remarks=true` on every pass that declares a
+    `remarks` option and does not set it: each then explains its
+    decisions (remarks never change what a pass does). run_pipeline asks
+    for them when someone listens: a record (the compile report) or the
+    `fusion` log topic."""
+    return ",".join(_with_remarks(element, [], context)
+                    for element in _split_top_level(_strip_module_anchor(pipeline), pipeline))
+
+
+class _RemarkListener:
     """A diagnostic handler that logs remarks to `log` and keeps them in
-    `record`, and leaves the rest (errors become BrazeErrors) to the pass
+    `record` under the pass that runs (`pass_name`, set by an observed
+    run), and leaves the rest (errors become BrazeErrors) to the pass
     manager."""
-    def handle(diagnostic) -> bool:
+
+    def __init__(self, log: logging.Logger | None, record: PipelineRecord | None):
+        self.log, self.record = log, record
+        self.wanted = log is not None or record is not None
+        self.pass_name = ""
+
+    def __call__(self, diagnostic) -> bool:
         if diagnostic.severity != ir.DiagnosticSeverity.REMARK:
             return False
         location = format_location(diagnostic.location)
-        if log is not None:
-            log.info("%s: %s", location, diagnostic.message)
-        if record is not None:
-            record.remarks.append((location, diagnostic.message))
+        if self.log is not None:
+            self.log.info("%s: %s", location, diagnostic.message)
+        if self.record is not None:
+            self.record.remarks.append(Remark(self.pass_name, location, diagnostic.message))
         return True
-    return handle
 
 
 def _step_text(step: _NativeStep | _PythonStep) -> str:
@@ -284,7 +353,8 @@ def _dump(directory: Path, number: int, name: str, header: list[str], module: Mo
     return file_name
 
 
-def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: PipelineRecord | None) -> None:
+def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: PipelineRecord | None,
+                  listening: _RemarkListener) -> None:
     """Runs one pass per step, timing each and counting ops around it, and
     dumps the IR after each into `dump_dir` and records each in `record`."""
     log = logs.logger("passes")
@@ -297,13 +367,16 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: Pi
         name = _ELEMENT_NAME.match(text.rsplit("(", 1)[-1]).group(1)  # the innermost pass
         if record is not None and name in record.keep_ir_before and name not in record.ir_before:
             record.ir_before[name] = module.operation.get_asm(enable_debug_info=True)
-        started = time.perf_counter()
+        listening.pass_name = name
+        started = time.perf_counter_ns()
         step.run(module)
-        seconds = time.perf_counter() - started
+        seconds = (time.perf_counter_ns() - started) / 1e9
         ops_after = _op_count(module)
         log.info("%s: %.2f ms, %d -> %d ops", text, seconds * 1e3, ops_before, ops_after)
         if record is not None:
-            record.passes.append(PassRun(text, name, seconds, ops_before, ops_after))
+            record.passes.append(PassRun(text, name, seconds, ops_before, ops_after, started))
+            if name in record.keep_ir_after and name not in record.ir_after:
+                record.ir_after[name] = module.operation.get_asm(enable_debug_info=True)
         ops_before = ops_after
         if dump_dir is None:
             continue
@@ -315,27 +388,23 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: Pi
 
 
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
-                         collapse_dims: bool = True, remarks: bool = False, overlap: bool = True,
-                         fold_layouts: bool = True) -> str:
+                         collapse_dims: bool = True, overlap: bool = True, fold_layouts: bool = True) -> str:
     """The passes that take captured IR to the kernel form (every target
-    starts with them; a target may append its own). With `remarks` (or the
-    fusion log topic on), the fusion and overlap passes explain their
-    decisions; they transform the same either way. The collective order is
-    recorded first and checked after the passes that may move collectives."""
-    explain = " remarks=true" if remarks or logs.enabled("fusion") else ""
-    fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}{explain}}}," if fuse else ""
+    starts with them; a target may append its own). The collective order
+    is recorded first and checked after the passes that may move
+    collectives. (run_pipeline asks the passes to explain their decisions
+    when a report or the fusion log topic listens.)"""
+    fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}}}," if fuse else ""
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""
-    fold = (f",braze-fold-layouts{{{explain.strip()}}}" if explain else ",braze-fold-layouts") if fold_layouts else ""
+    fold = ",braze-fold-layouts" if fold_layouts else ""
     verify = "braze-verify-collective-order"
-    moves = f",braze-overlap{{{explain.strip()}}},{verify}" if overlap and explain else (
-        f",braze-overlap,{verify}" if overlap else "")
+    moves = f",braze-overlap,{verify}" if overlap else ""
     return (f"braze-simplify,func.func({verify},{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"
             f"func.func({verify}{moves})")
 
 
 def combo_kernels_pass(max_arguments: int = 250) -> str:
     """braze-combo-kernels for a target taking `max_arguments` buffer
-    arguments per launch, explaining itself when the fusion topic is on."""
-    remarks = " remarks=true" if logs.enabled("fusion") else ""
-    return f"func.func(braze-combo-kernels{{max-arguments={int(max_arguments)}{remarks}}})"
+    arguments per launch."""
+    return f"func.func(braze-combo-kernels{{max-arguments={int(max_arguments)}}})"

@@ -1,9 +1,12 @@
 """The dataflow graph of one function as a Graphviz picture: ops as nodes,
-kernels as boxes around the ops they compute, refused fusions as red
-dashed edges that carry the pass's reason.
+kernels, combos, fused GEMMs and control-flow regions as boxes around what
+they hold, collectives and extern calls marked as such, refused fusions as
+red dashed edges that carry the pass's reason.
 
 `function_graph` reads the IR (text, as the pipeline recorded it);
-`to_dot` spells a graph in DOT; `render_svg` runs Graphviz's `dot`.
+`name_kernels` and `group_combos` bring in what later passes decided (the
+kernels' names, the combos); `to_dot` spells a graph in DOT; `render_svg`
+runs Graphviz's `dot`.
 """
 
 from __future__ import annotations
@@ -18,9 +21,44 @@ from braze.errors import format_location
 # Ops that hold constants, parameters and sizes: not drawn, to keep the
 # picture about the computation.
 _HIDDEN = {"braze.parameter", "braze.constant", "arith.constant", "tensor.dim", "braze.dim"}
-# Ops whose region is one box of the picture, and the kind of box (the CSS
-# class and the legend's word). Grouping ops of later passes add theirs.
-BOX_KINDS = {"braze.group": "kernel"}
+# What ends a region's block (its operands are what the region yields).
+_TERMINATORS = {"braze.yield", "braze.combo_yield", "braze.gemm_yield"}
+# Ops whose region is a scalar body, not a graph: one node each.
+_OPAQUE = {"braze.kernel"}
+COLLECTIVES = {"braze.all_reduce_start", "braze.all_gather_start", "braze.reduce_scatter_start",
+               "braze.all_to_all_start", "braze.broadcast_start", "braze.wait"}
+
+
+@dataclass(frozen=True)
+class BoxKind:
+    """How an op with regions is drawn: a box (`kind` is its CSS class and
+    the legend's word) around its regions' ops. `head` is the op's own node
+    inside the box: "merge" (its results; it reads the operands no region
+    takes and what each region yields, as a switch picks a branch's
+    values), "product" (a fused GEMM's matrix product, feeding the
+    epilogue's first argument) or None (the results are what the region
+    yields). `parts` names the sub-box of each region when there are
+    several (None: "region N")."""
+
+    kind: str
+    head: str | None = "merge"
+    parts: tuple[str, ...] | str | None = None
+
+    def part(self, number: int) -> str:
+        if isinstance(self.parts, tuple):
+            return self.parts[number] if number < len(self.parts) else f"region {number}"
+        return f"{self.parts or 'region'} {number}"
+
+
+# Ops whose regions are drawn as boxes. An op with regions that is not
+# listed gets a box of its own name (kind) with a merge head, so a new
+# grouping op shows up before it has an entry here.
+BOX_KINDS = {
+    "braze.group": BoxKind("kernel", head=None),
+    "braze.fused_gemm": BoxKind("fused-gemm", head="product"),
+    "braze.switch": BoxKind("switch", parts="branch"),
+    "braze.while": BoxKind("while", parts=("condition", "body")),
+}
 # Graphviz's layout program.
 DOT = "dot"
 # A fusion pass's refusal: "'consumer' not fused with its producer 'producer': why".
@@ -34,7 +72,8 @@ class Node:
     label: str
     location: str = ""  # as messages print it (file:line:col)
     printed: str = ""  # the location attribute as the IR prints it
-    box: int | None = None  # index into Graph.boxes
+    box: int | None = None  # index into Graph.boxes: the innermost box holding it
+    kind: str = "op"  # CSS class: op, collective, extern, head, input, output
 
 
 @dataclass
@@ -42,7 +81,9 @@ class Box:
     kind: str
     location: str  # its op's location, as printed (kernels are matched by it)
     label: str = ""
-    anchor: str = ""  # the page's anchor of what the box stands for
+    anchor: str = ""  # its id in the picture (kernel-<name>, combo-<launch>)
+    parent: int | None = None  # the box holding this one
+    href: str = ""  # where clicking it leads on the page
 
 
 @dataclass
@@ -57,7 +98,8 @@ class Graph:
     nodes: dict[str, Node] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
     boxes: list[Box] = field(default_factory=list)
-    # The function's top-level ops in program order: a Box's index, or a Node.
+    # The function's ops in program order, each region's right after its
+    # op (the order kernels are named in): a Box's index, or a Node.
     order: list = field(default_factory=list)
 
 
@@ -66,109 +108,210 @@ def _short(type_) -> str:
     return text[len("tensor<"):-1] if text.startswith("tensor<") else text
 
 
+def find_function(module, function: str):
+    """The func.func `@function` of `module` (a braze.Module, which must
+    outlive what this returns)."""
+    return next(op for op in module.mlir_module.body.operations
+                if op.operation.name == "func.func" and op.attributes["sym_name"].value == function)
+
+
 def function_graph(text: str, function: str) -> Graph:
     """The graph of `@function` in the module `text`."""
     from braze.ir import parse
 
     module = parse(text)
-    func = next(op for op in module.mlir_module.body.operations
-                if op.operation.name == "func.func" and op.attributes["sym_name"].value == function)
+    func = find_function(module, function)
     graph = Graph()
     producer: dict = {}  # ir.Value -> node id
     for number, argument in enumerate(func.regions[0].blocks[0].arguments):
-        node = Node(f"arg{number}", "input", f"%arg{number}\n{_short(argument.type)}")
+        node = Node(f"arg{number}", "input", f"%arg{number}\n{_short(argument.type)}", kind="input")
         graph.nodes[node.id] = node
         producer[argument] = node.id
     _add_block(graph, func.regions[0].blocks[0], producer, None)
     return graph
 
 
+def _op_node(graph: Graph, op, box: int | None, kind: str = "op") -> Node:
+    name = op.operation.name
+    results = ", ".join(_short(r.type) for r in op.operation.results)
+    label = f"{name.removeprefix('braze.')}\n{results}"
+    if name == "braze.extern":
+        kind, label = "extern", f"extern {op.attributes['target'].value}\n{results}"
+    elif name in COLLECTIVES:
+        kind = "collective"
+        if name != "braze.wait":
+            label = f"{name.removeprefix('braze.')}\ngroup {op.attributes['group'].value}\n{results}"
+    node = Node(f"op{len(graph.nodes)}", name, label, format_location(op.operation.location),
+                str(op.operation.location), box, kind)
+    graph.nodes[node.id] = node
+    graph.order.append(node)
+    return node
+
+
+def _connect(graph: Graph, producer: dict, values, target: str) -> None:
+    for value in values:
+        if value in producer:
+            graph.edges.append(Edge(producer[value], target))
+
+
 def _add_block(graph: Graph, block, producer: dict, box: int | None) -> list:
     """Adds `block`'s ops (inside `box`, if any); returns the values its
-    braze.yield yields."""
+    terminator yields."""
     for op in block.operations:
         name = op.operation.name
         if name in _HIDDEN:
             continue
-        if name in BOX_KINDS:
-            graph.boxes.append(Box(BOX_KINDS[name], str(op.operation.location)))
-            graph.order.append(len(graph.boxes) - 1)
-            inner = op.regions[0].blocks[0]
-            for argument, operand in zip(inner.arguments, op.operation.operands):
-                if operand in producer:
-                    producer[argument] = producer[operand]
-            yielded = _add_block(graph, inner, producer, len(graph.boxes) - 1)
-            for result, value in zip(op.operation.results, yielded):
-                if value in producer:
-                    producer[result] = producer[value]
+        if name in _TERMINATORS:
+            return list(op.operation.operands)
+        if len(op.operation.regions) and name not in _OPAQUE:
+            _add_region_op(graph, op, producer, box)
             continue
-        if name in ("braze.yield", "func.return"):
-            if name == "braze.yield":
-                return list(op.operation.operands)
-            node = Node("output", "output", "return")
+        if name == "func.return":
+            node = Node("output", "output", "return", kind="output")
+            graph.nodes[node.id] = node
         else:
-            results = ", ".join(_short(r.type) for r in op.operation.results)
-            node = Node(f"op{len(graph.nodes)}", name, f"{name.removeprefix('braze.')}\n{results}",
-                        format_location(op.operation.location), str(op.operation.location), box)
-        graph.nodes[node.id] = node
-        if box is None:
-            graph.order.append(node)
-        for operand in op.operation.operands:
-            if operand in producer:
-                graph.edges.append(Edge(producer[operand], node.id))
+            node = _op_node(graph, op, box)
+        _connect(graph, producer, op.operation.operands, node.id)
         for result in op.operation.results:
             producer[result] = node.id
     return []
 
 
-def mark_refusals(graph: Graph, remarks: list[tuple[str, str]]) -> list[tuple[str, str, str, str, bool]]:
-    """Marks the edges the fusion remarks refused; returns every refusal as
-    (location, consumer, producer, reason, drawn)."""
+def _add_region_op(graph: Graph, op, producer: dict, box: int | None) -> None:
+    """An op with regions: its box (a sub-box per region when it has
+    several), its regions' ops inside, and its head node (see BoxKind)."""
+    name = op.operation.name
+    kind = BOX_KINDS.get(name) or BoxKind(name.removeprefix("braze."))
+    label = "" if kind.head is None else name.removeprefix("braze.")  # a kernel's name comes later
+    graph.boxes.append(Box(kind.kind, str(op.operation.location), label, parent=box))
+    outer = len(graph.boxes) - 1
+    graph.order.append(outer)
+    operands = list(op.operation.operands)
+    head = _op_node(graph, op, outer, "head") if kind.head else None
+    regions = list(op.operation.regions)
+    taken: set = set()
+    yielded: list = []  # every region's yielded values, in order
+    for number, region in enumerate(regions):
+        inner = region.blocks[0]
+        arguments = list(inner.arguments)
+        inside = outer
+        if len(regions) > 1:
+            graph.boxes.append(Box("region", str(op.operation.location), kind.part(number), parent=outer))
+            inside = len(graph.boxes) - 1
+        if kind.head == "product" and arguments:  # the accumulator, then one value per trailing operand
+            producer[arguments[0]] = head.id
+            feeding = operands[len(operands) - len(arguments) + 1:]
+            arguments = arguments[1:]
+        else:  # the block arguments stand for the op's trailing operands
+            feeding = operands[len(operands) - len(arguments):] if len(arguments) <= len(operands) else []
+        for argument, operand in zip(arguments, feeding):
+            taken.add(operand)
+            if operand in producer:
+                producer[argument] = producer[operand]
+        yielded += _add_block(graph, inner, producer, inside)
+    if head is not None:
+        _connect(graph, producer, [v for v in operands if v not in taken], head.id)
+    if kind.head == "merge":  # the head picks the results among the regions' yields
+        _connect(graph, producer, yielded, head.id)
+        for result in op.operation.results:
+            producer[result] = head.id
+        return
+    for result, value in zip(op.operation.results, yielded):  # the yields, region after region
+        if value in producer:
+            producer[result] = producer[value]
+
+
+def mark_refusals(graph: Graph, remarks: list) -> list[tuple[str, str, str, str, bool]]:
+    """Marks the edges the fusion pass's `remarks` (pipeline Remarks)
+    refused; returns every refusal as (location, consumer, producer,
+    reason, drawn)."""
     refusals = []
-    for location, message in remarks:
-        match = _REFUSAL.match(message)
+    for remark in remarks:
+        match = _REFUSAL.match(remark.message)
         if not match:
             continue
         consumer, producer, reason = match.groups()
         drawn = False
         for edge in graph.edges:
             target, source = graph.nodes[edge.target], graph.nodes[edge.source]
-            if target.op == consumer and target.location == location and source.op == producer:
+            if target.op == consumer and target.location == remark.location and source.op == producer:
                 edge.refused = reason
                 drawn = True
-        refusals.append((location, consumer, producer, reason, drawn))
+        refusals.append((remark.location, consumer, producer, reason, drawn))
     return refusals
 
 
 def name_kernels(graph: Graph, kernels: list[tuple[str, str]], kept_ops: set[str]) -> None:
-    """Labels each box with the kernel compiled from it. `kernels`: (name,
-    location as printed) of the final braze.kernel ops in program order;
-    a kernel comes from a box, or from a lone op (one not in `kept_ops`,
-    the op names still in the final function) that gets a box of its own.
-    braze-lower-kernels keeps the order and the location, so they are
-    matched in order by location. A kernel matching nothing gets an empty
-    box, so the picture has one box per kernel."""
-    candidates = [c for c in graph.order
-                  if not isinstance(c, Node) or (c.op.startswith("braze.") and c.op not in kept_ops)]
+    """Labels each kernel box with the kernel compiled from it. `kernels`:
+    (name, location as printed) of the final braze.kernel ops in program
+    order (a region's after its op); a kernel comes from a box, or from a
+    lone op (one not in `kept_ops`, the op names still in the final
+    function) that gets a box of its own. braze-lower-kernels keeps the
+    order and the location, so they are matched in order by location. A
+    kernel matching nothing gets an empty box, so the picture has one box
+    per kernel."""
+    candidates = [c for c in graph.order if (graph.boxes[c].kind == "kernel" if isinstance(c, int) else
+                                            c.kind == "op" and c.op.startswith("braze.") and c.op not in kept_ops)]
     position = 0
     for name, location in kernels:
         found = next((index for index in range(position, len(candidates))
                       if (candidates[index].printed if isinstance(candidates[index], Node)
                           else graph.boxes[candidates[index]].location) == location), None)
-        if found is None or isinstance(candidates[found], Node):
-            graph.boxes.append(Box("kernel", location, name, f"kernel-{name}"))
         if found is None:
+            graph.boxes.append(Box("kernel", location, name, f"kernel-{name}", href=f"#source-kernel-{name}"))
             continue
         position = found + 1
-        if isinstance(candidates[found], Node):
-            candidates[found].box = len(graph.boxes) - 1
+        candidate = candidates[found]
+        if isinstance(candidate, Node):
+            graph.boxes.append(Box("kernel", location, name, f"kernel-{name}", parent=candidate.box,
+                                   href=f"#source-kernel-{name}"))
+            candidate.box = len(graph.boxes) - 1
         else:
-            graph.boxes[candidates[found]].label = name
-            graph.boxes[candidates[found]].anchor = f"kernel-{name}"
+            box = graph.boxes[candidate]
+            box.label, box.anchor, box.href = name, f"kernel-{name}", f"#source-kernel-{name}"
+
+
+def group_combos(graph: Graph, combos: list) -> None:
+    """Puts the kernel boxes of each combo (report.kernels.ComboFacts, the
+    kernels named by name_kernels) in a combo box labelled with its launch
+    and dispatch; each kernel's label gets its schedule (block, rblock,
+    cost)."""
+    by_anchor = {box.anchor: number for number, box in enumerate(graph.boxes) if box.kind == "kernel"}
+    for combo in combos:
+        members = [(by_anchor[f"kernel-{name}"], schedule) for name, schedule in combo.members
+                   if f"kernel-{name}" in by_anchor]
+        if not members:
+            continue
+        graph.boxes.append(Box("combo", "", f"combo {combo.launch}\ndispatch {combo.dispatch}",
+                               f"combo-{combo.launch}", parent=graph.boxes[members[0][0]].parent,
+                               href=f"#launch-{combo.launch}"))
+        for number, schedule in members:
+            graph.boxes[number].parent = len(graph.boxes) - 1
+            graph.boxes[number].label += "\n" + schedule
 
 
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+# Per box kind: fill, border and label colours (other kinds: grey).
+_BOX_COLOURS = {
+    "kernel": ("#e8f0fe", "#3367d6", "#1a4aa8"),
+    "combo": ("#e6f4ea", "#188038", "#137333"),
+    "fused-gemm": ("#fef7e0", "#e37400", "#b06000"),
+    "switch": ("#f3e8fd", "#8430ce", "#681da8"),
+    "while": ("#f3e8fd", "#8430ce", "#681da8"),
+    "region": ("#ffffff", "#a142f4", "#681da8"),
+}
+# Per node kind: its DOT style.
+_NODE_STYLES = {
+    "op": 'fillcolor="#ffffff"',
+    "head": 'fillcolor="#eeeeee", penwidth=1.4',
+    "input": 'shape=ellipse, fillcolor="#f1f3f4"',
+    "output": 'shape=ellipse, fillcolor="#f1f3f4"',
+    "collective": 'shape=cds, style="filled", fillcolor="#f3e8fd", color="#8430ce"',
+    "extern": 'style="rounded,filled,dashed", fillcolor="#fff4e5", color="#e37400", penwidth=1.4',
+}
 
 
 def to_dot(graph: Graph, title: str) -> str:
@@ -177,20 +320,31 @@ def to_dot(graph: Graph, title: str) -> str:
              '  node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled", fillcolor="#ffffff", '
              'color="#777777", height=0.3];',
              '  edge [fontname="Helvetica", fontsize=10, color="#888888", arrowsize=0.6];']
-    members: dict[int, list[Node]] = {}
+    members: dict[int | None, list[Node]] = {}
     for node in graph.nodes.values():
         members.setdefault(node.box, []).append(node)
+    children: dict[int | None, list[int]] = {}
     for number, box in enumerate(graph.boxes):
+        children.setdefault(box.parent, []).append(number)
+
+    def cluster(number: int, indent: str) -> None:
+        box = graph.boxes[number]
+        fill, border, text = _BOX_COLOURS.get(box.kind, ("#f8f9fa", "#5f6368", "#3c4043"))
         attributes = [f"id={_quote(box.anchor or f'box-{number}')}", f"class={_quote(box.kind)}",
-                      f"label={_quote(box.label)}", 'style="rounded,filled"', 'fillcolor="#e8f0fe"',
-                      'color="#3367d6"', 'fontcolor="#1a4aa8"']
-        if box.anchor:
-            attributes.append(f"href={_quote('#source-' + box.anchor)}")
-        lines.append(f"  subgraph cluster_{number} {{ {'; '.join(attributes)};")
-        lines += [f"    {_node_line(node)}" for node in members.get(number, [])]
-        if not members.get(number):  # keeps an empty box visible
-            lines.append(f'    empty_{number} [label="", shape=point, style=invis];')
-        lines.append("  }")
+                      f"label={_quote(box.label)}", 'style="rounded,filled"', f'fillcolor="{fill}"',
+                      f'color="{border}"', f'fontcolor="{text}"']
+        if box.href:
+            attributes.append(f"href={_quote(box.href)}")
+        lines.append(f"{indent}subgraph cluster_{number} {{ {'; '.join(attributes)};")
+        lines.extend(f"{indent}  {_node_line(node)}" for node in members.get(number, []))
+        for child in children.get(number, []):
+            cluster(child, indent + "  ")
+        if not members.get(number) and not children.get(number):  # keeps an empty box visible
+            lines.append(f'{indent}  empty_{number} [label="", shape=point, style=invis];')
+        lines.append(f"{indent}}}")
+
+    for number in children.get(None, []):
+        cluster(number, "  ")
     lines += [f"  {_node_line(node)}" for node in members.get(None, [])]
     for edge in graph.edges:
         if edge.refused:
@@ -204,12 +358,10 @@ def to_dot(graph: Graph, title: str) -> str:
 
 
 def _node_line(node: Node) -> str:
-    if node.op in ("input", "output"):
-        style = 'shape=ellipse, fillcolor="#f1f3f4"'
-    else:
-        style = 'fillcolor="#ffffff"'
     tooltip = f"{node.op} at {node.location}" if node.location else node.op
-    return f"{node.id} [label={_quote(node.label)}, tooltip={_quote(tooltip)}, class=\"op\", {style}];"
+    classes = "op" if node.kind == "op" else f"op {node.kind}"
+    return (f"{node.id} [label={_quote(node.label)}, tooltip={_quote(tooltip)}, class={_quote(classes)}, "
+            f"{_NODE_STYLES[node.kind]}];")
 
 
 def dot_missing() -> str | None:

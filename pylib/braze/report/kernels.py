@@ -3,15 +3,12 @@ estimated bytes and flops, and the kernel's own lines of the generated source.""
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
 from mlir import ir
 
-# Body ops that move or index data rather than compute on it.
-_NOT_ARITHMETIC = {"arith.constant", "arith.index_cast", "arith.index_castui", "tensor.extract", "braze.store",
-                   "braze.yield"}
+from braze.report.cost import kernel_bytes, kernel_flops
 
 
 @dataclass
@@ -27,41 +24,11 @@ class KernelFacts:
     source: str
 
 
-def _element_bytes(element: ir.Type) -> int:
-    if isinstance(element, ir.ComplexType):
-        return 2 * _element_bytes(element.element_type)
-    if isinstance(element, ir.IndexType):
-        return 8
-    return max(1, math.ceil(element.width / 8))  # i1 lives in a byte
-
-
-def _tensor_bytes(type_: ir.RankedTensorType) -> int | None:
-    if not type_.has_static_shape:
-        return None
-    return math.prod(type_.shape) * _element_bytes(type_.element_type)
-
-
-def estimated_bytes(spec) -> int | None:
-    """Each input read once and each result written once (a lower bound on
-    the traffic: broadcast operands are counted at their own size)."""
-    sizes = [_tensor_bytes(t) for t in spec.input_types + spec.result_types]
-    return None if None in sizes else sum(sizes)
-
-
-def estimated_flops(kernel_op, spec) -> int | None:
-    """Arithmetic ops of the scalar body (index arithmetic excluded) times
-    the points of the kernel's domain."""
-    if None in spec.static_domain:
-        return None
-    per_point = 0
-    for op in kernel_op.regions[0].blocks[0].operations:
-        name = op.operation.name
-        if name in _NOT_ARITHMETIC or not name.startswith(("arith.", "math.", "braze.reduce")):
-            continue
-        if any(isinstance(r.type, ir.IndexType) for r in op.operation.results):
-            continue
-        per_point += 1
-    return per_point * math.prod(spec.static_domain)
+@dataclass
+class ComboFacts:
+    launch: str  # the launch function's name
+    dispatch: str
+    members: list[tuple[str, str]]  # per sub-kernel: its kernel's name, its schedule ("block 1024 · cost 64")
 
 
 _FILE_LINE_COL = re.compile(r'"([^"]*)":(\d+):(\d+)')
@@ -122,8 +89,21 @@ def kernel_facts(kernel_ops: list, unit) -> list[KernelFacts]:
         if spec.reduce:
             domain += f", reduce {list(spec.reduce)}"
         facts.append(KernelFacts(
-            name=name, launch=launch_of.get(name), domain=domain, bytes=estimated_bytes(spec),
-            flops=estimated_flops(op, spec), inputs=[_type_text(t) for t in spec.input_types],
+            name=name, launch=launch_of.get(name), domain=domain, bytes=kernel_bytes(op),
+            flops=kernel_flops(op), inputs=[_type_text(t) for t in spec.input_types],
             results=[_type_text(t) for t in spec.result_types], location=location_text(op.operation.location),
             source=kernel_source(unit.source, name, unit.extension)))
+    return facts
+
+
+def combo_facts(combo_ops: list, unit) -> list[ComboFacts]:
+    """Each braze.combo of `combo_ops` (in program order, as `unit`'s
+    launches are): its launch, dispatch and each sub-kernel's schedule."""
+    facts = []
+    for op, (launch, names) in zip(combo_ops, unit.launches.items()):
+        schedules = [ir.DictAttr(entry) for entry in ir.ArrayAttr(op.attributes["schedules"])]
+        members = [(name, " · ".join(f"{key} {ir.IntegerAttr(schedule[key]).value}"
+                                     for key in ("block", "rblock", "cost") if key in schedule))
+                   for name, schedule in zip(names, schedules)]
+        facts.append(ComboFacts(launch, ir.StringAttr(op.attributes["dispatch"]).value, members))
     return facts

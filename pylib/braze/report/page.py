@@ -1,8 +1,8 @@
 """The report's HTML: one self-contained page (inline CSS and SVG, no
 script), built from `CompileFacts` section by section. A section is a
 function of the facts that returns its HTML, or None when it has nothing to
-show; `SECTIONS` lists them in page order (later sections, such as a
-collective timeline, are added there)."""
+show; `SECTIONS` lists them in page order (a new section is one more
+function there)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,22 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .note { background: #fef7e0; border: 1px solid #f9ab00; padding: .4em .8em; }
 .refused { color: #d93025; } pre { background: #f8f9fa; padding: .6em; overflow: auto; font-size: 12px; }
 summary { cursor: pointer; font-family: monospace; }
+.legend span { display: inline-block; padding: 0 .5em; margin-right: .4em; border: 1px solid; border-radius: 4px; }
+.legend .kernel { background: #e8f0fe; border-color: #3367d6; }
+.legend .combo { background: #e6f4ea; border-color: #188038; }
+.legend .fused-gemm { background: #fef7e0; border-color: #e37400; }
+.legend .control { background: #f3e8fd; border-color: #8430ce; }
+.legend .extern { background: #fff4e5; border-color: #e37400; border-style: dashed; }
+.legend .collective { background: #f3e8fd; border-color: #8430ce; }
+svg.timeline { display: block; margin: .3em 0 1em; font: 11px system-ui, sans-serif; }
+svg.timeline .lane { fill: #f8f9fa; } svg.timeline .lane-label { text-anchor: end; fill: #3c4043; }
+svg.timeline .span { stroke: #ffffff; stroke-width: .5; }
+svg.timeline .span-label { fill: #202124; pointer-events: none; }
+svg.timeline .kernel { fill: #8ab4f8; } svg.timeline .library { fill: #fdd663; }
+svg.timeline .extern { fill: #fbbc04; } svg.timeline .control { fill: #c58af9; }
+svg.timeline .host { fill: #bdc1c6; } svg.timeline .collective { fill: #81c995; }
+svg.timeline .wait { fill: #f28b82; opacity: .55; } svg.timeline .axis { stroke: #80868b; }
+svg.timeline .tick { text-anchor: middle; fill: #5f6368; }
 """
 
 
@@ -47,9 +63,13 @@ def summary(facts) -> str:
 
 def graphs(facts) -> str:
     parts = ["<h2>Graph</h2>",
-             "<p>Ops as nodes, kernels as blue boxes (each labelled with its kernel's name; click one for its "
-             "source), fusions the pass refused as <span class=refused>red dashed edges</span> (hover for the "
-             "reason). Parameters and constants are not drawn.</p>"]
+             '<p class="legend">Ops as nodes, fusions the pass refused as <span class=refused>red dashed '
+             "edges</span> (hover for the reason); boxes: <span class=kernel>kernel</span> (labelled with its "
+             "name; click for its source) <span class=combo>combo</span> (kernels started as one launch, with "
+             "its dispatch and each sub-kernel's schedule) <span class=fused-gemm>fused GEMM</span> "
+             "<span class=control>switch / while</span> (a box per region); nodes: "
+             "<span class=collective>collective</span> <span class=extern>extern aten call</span>. "
+             "Parameters and constants are not drawn.</p>"]
     if facts.graph_problem:
         parts.append(f'<p class="note">No pictures: {escape(facts.graph_problem)}. The graphs in DOT follow; '
                      f"render them with <code>dot -Tsvg</code>.</p>")
@@ -72,6 +92,55 @@ def fusion(facts) -> str | None:
     if rows:
         text += _table(["at", "consumer", "producer", "why not fused", "drawn"], rows)
     return text
+
+
+def combos(facts) -> str | None:
+    if facts.combo_decisions is None:
+        return None
+    grouped = "".join(
+        f'<li id="launch-{escape(combo.launch)}"><code>{escape(combo.launch)}</code>, dispatch '
+        f"{escape(combo.dispatch)}: "
+        + ", ".join(f"{escape(name)} ({escape(schedule)})" for name, schedule in combo.members) + "</li>"
+        for combo in facts.combos)
+    rows = [[escape(kernel), escape(launch or "standalone"), "<br>".join(escape(m) for m in messages)]
+            for kernel, launch, messages in facts.combo_decisions]
+    text = (f"<h2>Combo decisions</h2><p>braze-combo-kernels made {len(facts.combos)} combo(s) of "
+            f"{sum(len(c.members) for c in facts.combos)} kernels.</p>")
+    if grouped:
+        text += f"<ul>{grouped}</ul>"
+    if rows:
+        text += _table(["kernel", "launch", "what the pass decided"], rows)
+    return text
+
+
+def timeline(facts) -> str | None:
+    if not facts.timelines:
+        return None
+    machine = facts.machine
+    parts = ["<h2>Collective schedule</h2>",
+             "<p>One lane for compute and one per process group; red: the compute lane waits for a "
+             "collective. Estimated from each op's bytes and flops (dynamic dims as 1) on "
+             f"{machine.memory_bandwidth / 1e9:g} GB/s memory, {machine.peak_flops / 1e12:g} TFLOP/s, links of "
+             f"{machine.link_bandwidth / 1e9:g} GB/s and {machine.link_latency * 1e6:g} µs (the option "
+             "<code>report_machine</code>). Hover a block for its estimate.</p>"]
+    if facts.timeline_note:
+        parts.append(f'<p class="note">{escape(facts.timeline_note)}</p>')
+    for anchor, schedule, svg in facts.timelines:
+        parts.append(f"<h3>{escape(schedule.title)}: {schedule.seconds * 1e6:,.2f} µs, "
+                     f"{schedule.collectives} collective(s) for {schedule.communicating * 1e6:,.2f} µs, "
+                     f"compute waiting {schedule.waiting * 1e6:,.2f} µs</h3>{svg}")
+    return "".join(parts)
+
+
+def decisions(facts) -> str | None:
+    if not facts.decisions:
+        return None
+    parts = ["<h2>Other decisions</h2><p>What the other passes explained (their remarks).</p>"]
+    for pass_name, remarks in facts.decisions.items():
+        parts.append(f"<h3>{escape(pass_name)}</h3>"
+                     + _table(["at", "what the pass said"],
+                              [[escape(r.location), escape(r.message)] for r in remarks]))
+    return "".join(parts)
 
 
 def kernels(facts) -> str | None:
@@ -107,7 +176,7 @@ def passes(facts) -> str | None:
             + _table(["pass", "ms", "", "ops before → after"], rows, numeric={1}))
 
 
-SECTIONS = [summary, graphs, fusion, kernels, passes]
+SECTIONS = [summary, graphs, fusion, combos, timeline, decisions, kernels, passes]
 
 
 def render(facts) -> str:

@@ -204,6 +204,8 @@ class WaitCall:
 
     def __init__(self, op, slots: dict, start: StartCall):
         self.name = op.operation.name
+        # What traces say of the collective it waits for.
+        self.collective, self.group_name, self.location = start.name, start.group.name, start.location
         self.work = slots[op.operation.operands[0]]
         self.result = slots[op.operation.results[0]]
         # The start's input is read while the collective is in flight: the

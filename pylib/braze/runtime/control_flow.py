@@ -23,6 +23,8 @@ class _ControlFlowCall:
         self.operands = [slots[v] for v in op.operation.operands]
         self.results = [slots[v] for v in op.operation.results]
         self.regions = [build(region.blocks[0]) for region in op.operation.regions]
+        for region, part in zip(self.regions, self._parts()):
+            region.name = f"{self.name} {part}"  # as traces name its calls
         self.kernel_count = sum(region.kernel_count for region in self.regions)
 
     def _run(self, region, arguments: list) -> list:
@@ -35,6 +37,9 @@ class _ControlFlowCall:
 class SwitchCall(_ControlFlowCall):
     """Runs the branch the rank-0 index tensor selects (clamped)."""
 
+    def _parts(self):
+        return (f"branch {number}" for number in range(len(self.regions)))
+
     def __call__(self, env: list) -> None:
         index, *inputs = [env[s] for s in self.operands]
         branch = self.regions[branch_number(index, len(self.regions))]
@@ -44,6 +49,9 @@ class SwitchCall(_ControlFlowCall):
 
 class WhileCall(_ControlFlowCall):
     """Runs the body while the condition region yields true."""
+
+    def _parts(self):
+        return ("condition", "body")
 
     def __call__(self, env: list) -> None:
         values = [env[s] for s in self.operands]

@@ -310,6 +310,9 @@ class StepFactory:
 class Program:
     """A compiled function, callable on torch tensors or numpy arrays."""
 
+    # What a trace calls a run of it: a call, or a control-flow op's region.
+    kind = "call"
+
     def __init__(self, module_op: ir.Operation, func_op, kernels_runtime: StepFactory | None,
                  kernels: list[KernelSpec], launches: dict[str, list[str]], parameters: dict[str, Any] | None,
                  device: str | torch.device = "cpu"):
@@ -332,7 +335,7 @@ class Program:
         """The steps of one region of a braze.switch or braze.while (its
         kernels' specs come next from `kernel_specs`), run with `run`."""
         program = cls.__new__(cls)
-        program.name = "region"
+        program.name, program.kind = "region", "region"  # its control-flow op names it
         program.device = context.device
         program._build(block, kernels_runtime, kernel_specs, launches, context)
         return program

@@ -66,11 +66,17 @@ class TargetOptions:
     # that gets one `compile-NNN.html` per compile (default:
     # BRAZE_REPORT_DIR; see docs/observability.md). Not part of the cache key.
     report: str | None = None
+    # The machine the report's collective timeline assumes: a dict of some
+    # of memory_bandwidth, peak_flops, link_bandwidth (bytes or flops per
+    # second) and link_latency (seconds); see braze.report.cost.Machine.
+    # Not part of the cache key.
+    report_machine: dict | None = None
 
     def key(self) -> str:
-        """What of the options changes a binary: everything but where files are written."""
+        """What of the options changes a binary: everything but where files
+        are written and what the report assumes."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                  if f.name not in ("cache_dir", "dump_dir", "report")}
+                  if f.name not in ("cache_dir", "dump_dir", "report", "report_machine")}
         return f"{type(self).__name__}{sorted(fields.items())}"
 
 
@@ -127,8 +133,7 @@ class Target:
         from braze.passes import combo_kernels_pass, kernel_form_pipeline
 
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
-                                        options.collapse_dims, remarks=options.report is not None,
-                                        overlap=options.overlap,
+                                        options.collapse_dims, overlap=options.overlap,
                                         # GPU launchers copy strided inputs; index maps over host
                                         # views are read in place by the CPU's kernels only.
                                         fold_layouts=options.fold_layouts and not self.gpu)
