@@ -103,7 +103,7 @@ def test_passes_fusion_and_codegen_topics(caplog, tmp_path):
     assert [name for name, _, _ in parsed] == 2 * [
         "braze-simplify", "func.func(braze-verify-collective-order)",
         "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
-        "func.func(braze-lower-kernels)", "func.func(braze-channels-last)", "func.func(braze-collapse-dims)", "cse",
+        "func.func(braze-lower-kernels)", "func.func(braze-fold-layouts{remarks=true})", "func.func(braze-channels-last)", "func.func(braze-collapse-dims)", "cse",
         "func.func(braze-verify-collective-order)", "func.func(braze-overlap{remarks=true})",
         "func.func(braze-verify-collective-order)", "func.func(braze-combo-kernels{max-arguments=250 remarks=true})",
         "braze-plan-memory{remarks=true}"]

@@ -129,7 +129,8 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
     passes = re.findall(r"<tr><td>([^<]+)</td><td class=\"n\">\d+\.\d\d</td>", html)
     assert passes == ["braze-simplify", "func.func(braze-verify-collective-order)",
                       "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
-                      "func.func(braze-lower-kernels)", "func.func(braze-channels-last)",
+                      "func.func(braze-lower-kernels)", "func.func(braze-fold-layouts{remarks=true})",
+                      "func.func(braze-channels-last)",
                       "func.func(braze-collapse-dims)", "cse", "func.func(braze-verify-collective-order)",
                       "func.func(braze-overlap{remarks=true})", "func.func(braze-verify-collective-order)",
                       "func.func(braze-combo-kernels{max-arguments=250 remarks=true})",
