@@ -212,13 +212,20 @@ cdef class NativeComm:
             st = capi.braze_comm_create(&o, store.handle, &self.handle)
         _check(st)
 
+    cdef capi.braze_comm_t* _open(self) except NULL:
+        """The handle, or CommAborted once the communicator is closed (a
+        closed communicator's handle is NULL: no call may reach the C API)."""
+        if self.handle == NULL:
+            raise _errors.CommAborted("the communicator is closed")
+        return self.handle
+
     @property
     def rank(self):
-        return capi.braze_comm_rank(self.handle)
+        return capi.braze_comm_rank(self._open())
 
     @property
     def world_size(self):
-        return capi.braze_comm_world_size(self.handle)
+        return capi.braze_comm_world_size(self._open())
 
     def enqueue(self, str op, int dtype, int reduce_op, int peer, size_t in_ptr, uint64_t in_count,
                 size_t out_ptr, uint64_t out_count, size_t in_splits_ptr, size_t out_splits_ptr,
@@ -242,13 +249,14 @@ cdef class NativeComm:
         if stack:
             d.stack = <const char*>stack_bytes
         cdef capi.braze_status_t st
+        cdef capi.braze_comm_t* handle = self._open()
         if not async_op:
             with nogil:
-                st = capi.braze_comm_run(self.handle, &d)
+                st = capi.braze_comm_run(handle, &d)
             _check(st)
             return None
         cdef NativeWork w = NativeWork.__new__(NativeWork)
-        _check(capi.braze_comm_enqueue(self.handle, &d, &w.handle))
+        _check(capi.braze_comm_enqueue(handle, &d, &w.handle))
         w.keepalive = keepalive
         self.inflight = [x for x in self.inflight if not x.is_completed()]
         self.inflight.append(w)
@@ -265,8 +273,7 @@ cdef class NativeComm:
         cdef capi.braze_op_desc_t d
         cdef capi.braze_status_t st
         cdef int dtype
-        if self.handle == NULL:
-            raise _errors.CommAborted("the communicator is closed")
+        self._open()
         memset(&d, 0, sizeof(d))
         d.op = <capi.braze_op_kind_t>op
         d.reduce_op = <capi.braze_reduce_op_t>reduce_op
@@ -308,45 +315,47 @@ cdef class NativeComm:
         return True
 
     def add_hook(self, int kind, fn):
-        cdef int64_t h = capi.braze_comm_add_hook(self.handle, <capi.braze_hook_kind_t>kind, _hook_trampoline, <void*>fn)
+        cdef int64_t h = capi.braze_comm_add_hook(self._open(), <capi.braze_hook_kind_t>kind, _hook_trampoline, <void*>fn)
         self.hooks[h] = fn  # the runtime holds a borrowed pointer; keep it alive
         return h
 
     def remove_hook(self, int64_t h):
-        capi.braze_comm_remove_hook(self.handle, h)
+        capi.braze_comm_remove_hook(self._open(), h)
         # The worker thread may have copied the hook list just before and be
         # waiting for the GIL to call it: keep the callable alive until close.
         if h in self.hooks:
             self.removed_hooks.append(self.hooks.pop(h))
 
     def abort(self, str reason=""):
-        capi.braze_comm_abort(self.handle, reason.encode())
+        if self.handle != NULL:  # a closed communicator has nothing left to fail
+            capi.braze_comm_abort(self.handle, reason.encode())
 
     def is_aborted(self):
-        return capi.braze_comm_is_aborted(self.handle) != 0
+        return self.handle == NULL or capi.braze_comm_is_aborted(self.handle) != 0
 
     def reconfigure(self, str uuid, members):
         cdef bytes u = uuid.encode()
         cdef const char* up = u
+        cdef capi.braze_comm_t* handle = self._open()
         cdef size_t n = len(members)
         cdef int32_t* m = <int32_t*>malloc(max(n, 1) * sizeof(int32_t))
         cdef capi.braze_status_t st
         for i in range(n):
             m[i] = -1 if members[i] is None else int(members[i])
         with nogil:
-            st = capi.braze_comm_reconfigure(self.handle, up, m, n)
+            st = capi.braze_comm_reconfigure(handle, up, m, n)
         free(m)
         _check(st)
 
     def flight_recorder_json(self, str reason="on demand"):
-        cdef char* text = capi.braze_comm_flight_recorder_json(self.handle, reason.encode())
+        cdef char* text = capi.braze_comm_flight_recorder_json(self._open(), reason.encode())
         try:
             return text.decode("utf-8", "replace")
         finally:
             free(text)
 
     def flight_recorder_dump(self, str path="", str reason="on demand"):
-        _check(capi.braze_comm_flight_recorder_dump(self.handle, path.encode(), reason.encode()))
+        _check(capi.braze_comm_flight_recorder_dump(self._open(), path.encode(), reason.encode()))
 
     def close(self):
         cdef capi.braze_comm_t* h = self.handle
@@ -371,8 +380,9 @@ cdef class NativeWindow:
     def __cinit__(self, NativeComm comm, size_t base, uint64_t nbytes, object buffer):
         self.buffer = buffer
         cdef capi.braze_status_t st
+        cdef capi.braze_comm_t* handle = comm._open()
         with nogil:
-            st = capi.braze_window_create(comm.handle, <void*>base, nbytes, &self.handle)
+            st = capi.braze_window_create(handle, <void*>base, nbytes, &self.handle)
         _check(st)
 
     def size(self, int rank):
@@ -417,8 +427,9 @@ cdef class NativeSymmetric:
 
     def __cinit__(self, NativeComm comm, uint64_t nbytes):
         cdef capi.braze_status_t st
+        cdef capi.braze_comm_t* handle = comm._open()
         with nogil:
-            st = capi.braze_symmetric_create(comm.handle, nbytes, &self.handle)
+            st = capi.braze_symmetric_create(handle, nbytes, &self.handle)
         _check(st)
 
     def address(self, int rank):

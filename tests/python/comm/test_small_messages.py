@@ -116,3 +116,14 @@ def test_what_the_torch_fast_path_refuses_gets_the_checked_errors(solo, make, ne
 
     with pytest.raises(bc.CommInvalidArgument, match=needle):
         solo.all_reduce(make(torch))
+
+
+def test_a_closed_communicator_refuses_every_call_without_crashing():
+    comm = bc.new_comm("shm", 0, 1, bc.TCPStore("127.0.0.1", 0, True))
+    comm.close()
+    t = np.ones(4, np.float32)
+    for call in (lambda: comm.rank, lambda: comm.world_size, lambda: comm.all_reduce(t),
+                 lambda: comm.all_reduce(t, async_op=True), lambda: comm.broadcast(t, 0)):
+        with pytest.raises(bc.CommAborted, match="closed"):
+            call()
+    comm.abort("after close")  # nothing left to fail: a no-op
