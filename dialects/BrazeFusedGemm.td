@@ -28,9 +28,18 @@ def Braze_FusedGemmOp : Braze_Op<"fused_gemm", [Pure, IsolatedFromAbove,
     The epilogue region runs once per element `(b..., m, n)` of the result.
     Its block takes the scaled accumulator element, then one element of each
     of `extras`, read as `indexing` says, entry by entry: `"mn"` (a tensor
-    shaped like the result, or `[M, N]` shared by the batch), `"n"` (`[N]`,
-    e.g. a bias), `"m"` (`[M]`) or `"scalar"` (rank 0). It yields the result
-    element (of the result's element type) with `braze.gemm_yield`.
+    shaped like the product, or `[M, N]` shared by the batch), `"n"` (`[N]`,
+    e.g. a bias), `"m"` (`[M]`) or `"scalar"` (rank 0). It yields one value
+    per result with `braze.gemm_yield`.
+
+    Results: first the outputs, `[B..., M, N]` each, whose element is the
+    yielded value (of the output's element type); then one row statistic
+    per entry of `reductions` (`"add"` or `"max"`, max propagating NaN),
+    `[B..., M]` each: the reduction along N of the yielded value (of the
+    statistic's element type, or f32 for an f16/bf16 statistic, which is
+    accumulated in f32 and rounded once). A sum of squares is the `"add"`
+    of a squared value. `braze-epilogue-fusion` forms them for the
+    statistics a following softmax, LayerNorm or RMSNorm needs.
 
     ```mlir
     %y = braze.fused_gemm %x, %w extras(%bias : tensor<32xf32>) indexing ["n"]
@@ -43,6 +52,19 @@ def Braze_FusedGemmOp : Braze_Op<"fused_gemm", [Pure, IsolatedFromAbove,
       braze.gemm_yield %r : f32
     }
     ```
+
+    A residual add with the row sum of squares an RMSNorm reads:
+
+    ```mlir
+    %y, %ss = braze.fused_gemm %x, %w extras(%res : tensor<?x32xf32>) indexing ["mn"]
+        transpose_rhs accumulator f32 reductions ["add"]
+        : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>, tensor<?xf32> {
+    ^bb0(%acc: f32, %r: f32):
+      %s = arith.addf %acc, %r : f32
+      %q = arith.mulf %s, %s : f32
+      braze.gemm_yield %s, %q : f32, f32
+    }
+    ```
   }];
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs,
                        Optional<AnyRankedTensor>:$lhs_scale,
@@ -50,8 +72,9 @@ def Braze_FusedGemmOp : Braze_Op<"fused_gemm", [Pure, IsolatedFromAbove,
                        Variadic<AnyRankedTensor>:$extras,
                        StrArrayAttr:$indexing,
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs,
-                       TypeAttr:$accumulator);
-  let results = (outs AnyRankedTensor:$result);
+                       TypeAttr:$accumulator,
+                       DefaultValuedAttr<StrArrayAttr, "{}">:$reductions);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
   let regions = (region SizedRegion<1>:$epilogue);
   let assemblyFormat = [{
     $lhs `,` $rhs
@@ -59,18 +82,22 @@ def Braze_FusedGemmOp : Braze_Op<"fused_gemm", [Pure, IsolatedFromAbove,
     (`rhs_scale` `(` $rhs_scale^ `:` type($rhs_scale) `)`)?
     `extras` `(` ($extras^ `:` type($extras))? `)` `indexing` $indexing
     (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
-    `accumulator` $accumulator attr-dict
-    `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result) $epilogue
+    `accumulator` $accumulator (`reductions` $reductions^)? attr-dict
+    `:` `(` type($lhs) `,` type($rhs) `)` `->` type($results) $epilogue
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The number of results shaped like the product ([B..., M, N]).
+    unsigned getNumOutputs() { return getNumResults() - getReductions().size(); }
+  }];
 }
 
 def Braze_GemmYieldOp : Braze_Op<"gemm_yield",
     [Pure, Terminator, HasParent<"FusedGemmOp">]> {
-  let summary = "the result element of a fused GEMM's epilogue";
-  let arguments = (ins AnyType:$value);
-  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let summary = "the values of a fused GEMM's epilogue at one element, one per result";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
 }
 
 #endif // BRAZE_FUSED_GEMM

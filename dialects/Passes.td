@@ -127,6 +127,105 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
   ];
 }
 
+def BrazeEpilogueFusion : Pass<"braze-epilogue-fusion", "::mlir::func::FuncOp"> {
+  let summary = "Fuse the bias, pointwise chain and row statistics after a GEMM into braze.fused_gemm";
+  let description = [{
+    A `braze.matmul`, `braze.addmm` or `braze.bmm` of floats, with what
+    follows it, becomes one `braze.fused_gemm`: its epilogue runs on each
+    product element while it is in registers instead of a round trip
+    through memory per op. The epilogue takes over, following the
+    product's users in program order:
+
+    - `addmm`'s bias (`alpha`, `beta` included), added in the accumulator
+      before the one rounding to the element type, as torch.addmm does;
+    - pointwise ops (casts included) whose result has the product's shape,
+      their other operands read as extras: indexed by (m, n) (a residual),
+      by n (a bias), by m (a per-row value, e.g. a `[M, 1]` tensor) or a
+      scalar, through an `expand` if there is one; splat constants become
+      constants of the epilogue;
+    - reshapes of a 2-D product that only split its rows (`[B*S, N]` to
+      `[B, S, N]`, as nn.Linear on 3-D input is captured): their users are
+      read in the product's frame;
+    - row statistics: `sum`, `mean` (its sum, divided by N after) and `max`
+      over N of an epilogue value, the statistic a following softmax,
+      LayerNorm or RMSNorm computes first (a sum of squares is the sum of a
+      squared value), as extra results of the fused GEMM.
+
+    A value of the epilogue that something else reads (the pre-activation
+    an op outside needs, the residual stream after a LayerNorm) becomes an
+    extra output. A GEMM is left as it is when nothing follows it that the
+    epilogue can take. A consumer is refused, with a remark saying why,
+    when:
+
+    - it needs a row statistic of the epilogue first (the normalisation
+      after a mean or a max: the statistic is fused, the normalisation stays
+      a kernel);
+    - another operand depends on the product through an op outside the
+      epilogue (it could only run after the fused GEMM);
+    - an operand broadcasts in a way none of the indexings reads (per batch
+      but not per row), or it broadcasts the product to a larger shape;
+    - it reduces other dims than N, or is a reduction other than sum, mean
+      or max;
+    - dtypes would change eager's rounding: the mean of an f16/bf16 value
+      (eager divides the f32 sum and rounds once; a rounded statistic
+      divided again would round twice); an integer product (exact in
+      integers, left to the library).
+
+    With `extra-outputs=false`, a GEMM one of whose epilogue values has
+    both an epilogue user and another one is not fused. The f16/bf16
+    product is rounded to its element type before the epilogue (as the
+    library's result would be), then the epilogue computes in f32 like a
+    kernel (braze-lower-kernels' rules), and rounds where it stores.
+
+    The pass runs before `braze-fuse-pointwise`: it sees each op of the
+    chain on its own (a LayerNorm's mean, its normalisation) and takes the
+    statistic without the normalisation; `braze-fuse-pointwise` then groups
+    what is left as usual.
+
+    ```mlir
+    %t = braze.permute %w [1, 0] : tensor<32x64xf32> -> tensor<64x32xf32>
+    %y = braze.addmm %b, %x, %t : tensor<32xf32>, tensor<?x64xf32>, tensor<64x32xf32> -> tensor<?x32xf32>
+    %r = braze.relu %y : tensor<?x32xf32>
+    ```
+    becomes
+    ```mlir
+    %r = braze.fused_gemm %x, %w extras(%b : tensor<32xf32>) indexing ["n"] transpose_rhs accumulator f32
+        : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32> {
+    ^bb0(%acc: f32, %bias: f32):
+      %s = arith.addf %acc, %bias : f32
+      %zero = arith.constant 0.0 : f32
+      %m = arith.maximumf %s, %zero : f32
+      braze.gemm_yield %m : f32
+    }
+    ```
+
+    With `remarks=true` each GEMM gets a remark saying what its epilogue
+    took (or why nothing), and each refused consumer one saying why; braze
+    routes them to the `fusion` log topic.
+  }];
+  let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+  let options = [
+    Option<"bias", "bias", "bool", "true",
+           "Fuse addmm's bias (off: addmm stays a library call)">,
+    Option<"pointwise", "pointwise", "bool", "true",
+           "Fuse pointwise ops and casts after the product">,
+    Option<"reductions", "reductions", "bool", "true",
+           "Fuse row statistics (sum, mean, max over N) of epilogue values">,
+    Option<"extraOutputs", "extra-outputs", "bool", "true",
+           "Write epilogue values other ops read as extra outputs (off: such "
+           "a GEMM is not fused)">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each GEMM and each refused consumer">,
+  ];
+  let statistics = [
+    Statistic<"numFused", "fused-gemms", "GEMMs fused with their epilogue">,
+    Statistic<"numEpilogueOps", "epilogue-ops", "Ops moved into epilogues">,
+    Statistic<"numStatistics", "statistics", "Row statistics fused">,
+    Statistic<"numExtraOutputs", "extra-outputs", "Epilogue values written as extra outputs">,
+  ];
+}
+
 
 //===----------------------------------------------------------------------===//
 // Lowering to the kernel form

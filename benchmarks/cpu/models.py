@@ -139,6 +139,50 @@ class HandwrittenDecoderLayer(nn.Module):
         return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
 
 
+class LinearGelu(nn.Module):
+    """Linear 768->3072 + GELU (erf): BERT's FFN up-projection."""
+
+    def __init__(self, d=768, hidden=3072):
+        super().__init__()
+        self.fc = nn.Linear(d, hidden)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x))
+
+
+class LinearResidualLayerNorm(nn.Module):
+    """LayerNorm(residual + Linear 3072->768(h)): BERT's FFN down-projection."""
+
+    def __init__(self, d=768, hidden=3072):
+        super().__init__()
+        self.fc = nn.Linear(hidden, d)
+        self.norm = nn.LayerNorm(d)
+
+    def forward(self, h, residual):
+        return self.norm(residual + self.fc(h))
+
+
+class BertLayer(nn.Module):
+    """A BERT-style post-norm encoder layer, attention spelled out as BERT's
+    eager code does: q, k, v projections, softmax(q k^T / sqrt(d) + mask) v,
+    output projection + residual + LayerNorm, GELU FFN + residual + LayerNorm."""
+
+    def __init__(self, d=768, heads=12, hidden=3072):
+        super().__init__()
+        self.heads, self.head_dim = heads, d // heads
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.up, self.down = nn.Linear(d, hidden), nn.Linear(hidden, d)
+        self.norm1, self.norm2 = nn.LayerNorm(d), nn.LayerNorm(d)
+
+    def forward(self, x, mask):
+        b, t, c = x.shape
+        q, k, v = (f(x).view(b, t, self.heads, self.head_dim).transpose(1, 2) for f in (self.q, self.k, self.v))
+        scores = q @ k.transpose(-1, -2) / self.head_dim**0.5 + mask
+        y = torch.softmax(scores, -1) @ v
+        x = self.norm1(x + self.o(y.transpose(1, 2).reshape(b, t, c)))
+        return self.norm2(x + self.down(F.gelu(self.up(x))))
+
+
 def _gen(seed):
     g = torch.Generator().manual_seed(seed)
     return lambda *shape: torch.randn(*shape, generator=g)
@@ -160,6 +204,14 @@ def build(name: str, seed: int = 0):
         return SmallChains().eval(), tuple(rand(4096) for _ in range(64))
     if name == "overhead":
         return Overhead().eval(), tuple(rand(16) for _ in range(10))
+    if name == "linear_gelu":
+        return LinearGelu().eval(), (rand(1024, 768),)
+    if name == "linear_residual_layernorm":
+        return LinearResidualLayerNorm().eval(), (rand(1024, 3072), rand(1024, 768))
+    if name == "bert_layer":
+        return BertLayer().eval(), (rand(8, 128, 768), torch.zeros(8, 1, 1, 128))
+    if name == "decode_mlp":
+        return MLP().eval(), (rand(4, 1, 1024),)
     raise KeyError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
 
 
@@ -173,4 +225,9 @@ MODELS = {
                             "d 512, 8 heads; x [2, 512, 512]"),
     "small_chains": "64 independent 3-5 op pointwise chains on 64 inputs of [4096]",
     "overhead": "x0 + ... + x9 on 10 inputs of [16]",
+    "linear_gelu": "Linear 768->3072 + GELU (erf); x [1024, 768]",
+    "linear_residual_layernorm": "LayerNorm(residual + Linear 3072->768(h)); h [1024, 3072], residual [1024, 768]",
+    "bert_layer": ("BERT-style post-norm encoder layer, d 768, 12 heads, attention spelled out with an additive "
+                   "mask, FFN 768->3072->768 GELU; x [8, 128, 768]"),
+    "decode_mlp": "the mlp model at decode shapes (GEMV): x [4, 1, 1024]",
 }

@@ -29,12 +29,24 @@ bool isAccumulatorFor(Type accumulator, Type element) {
 LogicalResult FusedGemmOp::verify() {
   auto lhs = cast<RankedTensorType>(getLhs().getType());
   auto rhs = cast<RankedTensorType>(getRhs().getType());
-  auto result = cast<RankedTensorType>(getResult().getType());
   int64_t rank = lhs.getRank();
   if (rank < 2)
     return emitOpError("lhs must have rank 2 or more ([batch..., M, K]), got "
                        "rank ")
            << rank;
+  ArrayAttr reductions = getReductions();
+  if (reductions.size() >= getNumResults())
+    return emitOpError("has ")
+           << getNumResults() << " result(s) and " << reductions.size()
+           << " reduction(s): the results are one or more outputs, then one "
+              "row statistic per reduction";
+  for (Attribute kind : reductions)
+    if (!llvm::is_contained({"add", "max"},
+                            cast<StringAttr>(kind).getValue()))
+      return emitOpError("reduction '")
+             << cast<StringAttr>(kind).getValue()
+             << "' is not \"add\" or \"max\"";
+  auto result = cast<RankedTensorType>(getResult(0).getType());
   if (rhs.getRank() != rank || result.getRank() != rank)
     return emitOpError("lhs, rhs and the result must have one rank, got ")
            << rank << ", " << rhs.getRank() << " and " << result.getRank();
@@ -67,6 +79,21 @@ LogicalResult FusedGemmOp::verify() {
            << formatDim(m) << ", " << formatDim(n) << "], got [..., "
            << formatDim(out[rank - 2]) << ", " << formatDim(out[rank - 1])
            << "]";
+  for (auto [number, value] : llvm::enumerate(getResults())) {
+    auto type = cast<RankedTensorType>(value.getType());
+    bool statistic = number >= getNumOutputs();
+    ArrayRef<int64_t> want = statistic ? out.drop_back() : out;
+    bool fits = type.getRank() == static_cast<int64_t>(want.size()) &&
+                llvm::all_of(llvm::zip(type.getShape(), want), [](auto dims) {
+                  return agree(std::get<0>(dims), std::get<1>(dims));
+                });
+    if (!fits)
+      return emitOpError("result #")
+             << number << " must be "
+             << (statistic ? "[batch..., M] (a row statistic)"
+                           : "[batch..., M, N] (an output)")
+             << ", like result #0, got " << type;
+  }
 
   // Scales: f32, a scalar or one per row of the product.
   for (auto [scale, name, rows] :
@@ -145,10 +172,21 @@ LogicalResult FusedGemmOp::verifyRegions() {
   auto yield = body.empty() ? GemmYieldOp() : dyn_cast<GemmYieldOp>(body.back());
   if (!yield)
     return emitOpError("epilogue must end with braze.gemm_yield");
-  Type element = cast<RankedTensorType>(getResult().getType()).getElementType();
-  if (yield.getValue().getType() != element)
+  if (yield.getValues().size() != getNumResults())
     return emitOpError("epilogue yields ")
-           << yield.getValue().getType() << " but the result's elements are "
-           << element;
+           << yield.getValues().size() << " value(s) but the op has "
+           << getNumResults() << " result(s)";
+  for (auto [number, pair] : llvm::enumerate(
+           llvm::zip_equal(yield.getValues().getTypes(), getResultTypes()))) {
+    auto [have, resultType] = pair;
+    Type element = cast<RankedTensorType>(resultType).getElementType();
+    // A half statistic is accumulated in f32 (and rounded once).
+    bool wide = number >= getNumOutputs() &&
+                (element.isF16() || element.isBF16()) && have.isF32();
+    if (have != element && !wide)
+      return emitOpError("epilogue yields ")
+             << have << " for result #" << number << ", whose elements are "
+             << element;
+  }
   return success();
 }

@@ -104,6 +104,8 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         # Kernel launches per call (a combo's sub-kernels start as one).
         "launches": program.launch_count,
         "gemms": sum(program.library_calls[name] for name in ("braze.matmul", "braze.bmm", "braze.addmm")),
+        # GEMMs with their epilogue, generated (braze-epilogue-fusion).
+        "fused_gemms": sum(1 for spec in unit.kernels.values() if spec.blas_inputs),
         "convolutions": program.library_calls["braze.convolution"],
         "attentions": program.library_calls["braze.attention"],
         # aten ops run through torch because braze does not lower them.

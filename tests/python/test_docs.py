@@ -63,6 +63,6 @@ def test_main_job_runs_and_matches_eager():
 
     run = subprocess.run([sys.executable, "-m", "braze"], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "braze.kernel ins(" in run.stdout and "braze.addmm" in run.stdout
+    assert "braze.kernel ins(" in run.stdout and "braze.fused_gemm" in run.stdout
     assert '#pragma omp simd' in run.stdout  # the printed C++ kernel
     assert run.stdout.rstrip().endswith("matches eager PyTorch")

@@ -101,14 +101,14 @@ def test_passes_fusion_and_codegen_topics(caplog, tmp_path):
     parsed = [re.fullmatch(r"(.+): \d+\.\d\d ms, (\d+) -> (\d+) ops", p).groups()
               for p in records(caplog, "passes")]
     assert [name for name, _, _ in parsed] == 2 * [
-        "braze-simplify", "func.func(braze-verify-collective-order)",
+        "braze-simplify", "func.func(braze-verify-collective-order)", "func.func(braze-epilogue-fusion{remarks=true})",
         "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
         "func.func(braze-lower-kernels)", "func.func(braze-fold-layouts{remarks=true})", "func.func(braze-channels-last)", "func.func(braze-collapse-dims)", "cse",
         "func.func(braze-verify-collective-order)", "func.func(braze-overlap{remarks=true})",
         "func.func(braze-verify-collective-order)", "func.func(braze-combo-kernels{max-arguments=250 remarks=true})",
         "braze-plan-memory{remarks=true}"]
     assert parsed[0][1] == "9"  # the function, its 7 ops and the return
-    assert all(before[2] == after[1] for before, after in zip(parsed[:6], parsed[1:7]))
+    assert all(before[2] == after[1] for before, after in zip(parsed[:7], parsed[1:8]))
     fusion = records(caplog, "fusion")
     assert "<string>:8:8: 'braze.sum' fused with its producer 'braze.div'" in fusion
     assert ("<string>:9:8: 'braze.neg' not fused with its producer 'braze.sum': the reduction drops its dims "

@@ -92,7 +92,8 @@ def test_trace_is_chrome_json_with_a_lane_per_thread(tmp_path):
 
 
 def test_host_ops_and_views_have_their_own_categories(tmp_path):
-    program = braze.compile_mlir(LINEAR)
+    # The GEMM a host step (not fused with the ReLU into a kernel).
+    program = braze.compile_mlir(LINEAR, options={"epilogue_fusion": False})
     with braze.profile(tmp_path / "t.json") as tracer:
         program(torch.randn(4, 8), torch.randn(8, 16))
     events = [e for e in complete_events(tracer.trace()) if e["cat"] != "call"]
@@ -153,8 +154,8 @@ def test_compiles_in_a_profile_are_traced(tmp_path):
     assert list(stages) == ["passes", "codegen", "build"]
     assert all(inside(stage, whole) for stage in stages.values())
     passes = [e for e in compiles if "pipeline" in e["args"]]
-    assert [e["name"] for e in passes][:3] == ["braze-simplify", "braze-verify-collective-order",
-                                               "braze-fuse-pointwise"]
+    assert [e["name"] for e in passes][:4] == ["braze-simplify", "braze-verify-collective-order",
+                                               "braze-epilogue-fusion", "braze-fuse-pointwise"]
     assert len(passes) == len(braze.compiler.pipeline({}).split(","))  # one pass between two commas
     assert all(inside(run, stages["passes"]) for run in passes)
     assert passes[0]["args"]["ops_before"] == 9

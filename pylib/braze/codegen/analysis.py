@@ -87,12 +87,13 @@ def combo_schedules(combo) -> list[SubKernelSchedule]:
 
 
 def function_kernels(operations: list) -> tuple[list, list]:
-    """The `braze.kernel`s of one function's `operations` in program order
-    (a combo's sub-kernels where the combo is), and its `braze.combo`s."""
+    """The `braze.kernel`s and `braze.fused_gemm`s of one function's
+    `operations` in program order (a combo's sub-kernels where the combo
+    is), and its `braze.combo`s."""
     kernels, combos = [], []
     for op in operations:
         name = op.operation.name
-        if name == "braze.kernel":
+        if name in ("braze.kernel", "braze.fused_gemm"):
             kernels.append(op)
         elif name == "braze.combo":
             combos.append(op)
@@ -140,6 +141,12 @@ class KernelSpec:
     # parallel point) or "row_per_thread" (a thread per parallel point).
     threads: int = 0
     strategy: str = ""
+    # A fused GEMM (codegen/gemm.py): per domain dim, the (input number,
+    # dim) that holds its extent (a kernel takes dynamic extents as index
+    # operands instead), and the inputs a BLAS reads (made contiguous unless
+    # their rows have unit stride and a row stride the BLAS accepts).
+    extent_inputs: list = field(default_factory=list)
+    blas_inputs: list = field(default_factory=list)
 
     @property
     def one_block_per_row(self) -> bool:

@@ -388,13 +388,18 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: Pi
 
 
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
-                         collapse_dims: bool = True, overlap: bool = True, fold_layouts: bool = True) -> str:
+                         collapse_dims: bool = True, overlap: bool = True, fold_layouts: bool = True,
+                         epilogue_fusion: bool = False) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
     collectives. (run_pipeline asks the passes to explain their decisions
-    when a report or the fusion log topic listens.)"""
+    when a report or the fusion log topic listens.) `epilogue_fusion`:
+    braze-epilogue-fusion before braze-fuse-pointwise (for targets whose
+    emitters spell braze.fused_gemm)."""
     fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}}}," if fuse else ""
+    if fuse and epilogue_fusion:
+        fusion = "braze-epilogue-fusion," + fusion
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""
     fold = ",braze-fold-layouts" if fold_layouts else ""

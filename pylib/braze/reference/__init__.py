@@ -31,7 +31,7 @@ modules, one per family of ops.
 from __future__ import annotations
 
 # Importing the handler modules fills the handler table.
-from braze.reference import calls, pointwise, reductions  # noqa: F401
+from braze.reference import calls, fused_gemm, pointwise, reductions  # noqa: F401
 from braze.reference.interpreter import Interpreter, module_operation
 from braze.reference.registry import HANDLERS
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from braze.report.cost import kernel_bytes, kernel_flops
+from braze.report.cost import op_estimate
 
 
 @dataclass
@@ -88,9 +88,10 @@ def kernel_facts(kernel_ops: list, unit) -> list[KernelFacts]:
         domain = "x".join("?" if d is None else str(d) for d in spec.static_domain) or "scalar"
         if spec.reduce:
             domain += f", reduce {list(spec.reduce)}"
+        bytes_, flops = op_estimate(op)  # a kernel, or a fused GEMM (its product and its operands)
         facts.append(KernelFacts(
-            name=name, launch=launch_of.get(name), domain=domain, bytes=kernel_bytes(op),
-            flops=kernel_flops(op), inputs=[_type_text(t) for t in spec.input_types],
+            name=name, launch=launch_of.get(name), domain=domain, bytes=bytes_,
+            flops=flops, inputs=[_type_text(t) for t in spec.input_types],
             results=[_type_text(t) for t in spec.result_types], location=location_text(op.operation.location),
             source=kernel_source(unit.source, name, unit.extension)))
     return facts

@@ -62,6 +62,10 @@ class CpuKernels(StepFactory):
 
     def __init__(self, library):
         self.library = library
+        if hasattr(library, "braze_set_blas"):  # it holds a fused GEMM
+            from braze.runtime import blas
+
+            library.braze_set_blas(blas.functions())
 
     def function(self, name: str):
         """The library's kernel or launch function `name`, ready to call."""

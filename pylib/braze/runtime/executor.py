@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
-_FRESH = {"braze.kernel", "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
+_FRESH = {"braze.kernel", "braze.fused_gemm", "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
           *CONTROL_FLOW_OPS}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}
@@ -103,6 +103,9 @@ class KernelCall:
                        or spec.static_domain[domain_dim] is None]
         self.result_shapes = spec.result_shapes
         self.result_dtypes = [torch_dtype(t.element_type) for t in spec.result_types]
+        # A fused GEMM: extents from its matrices, which the BLAS reads.
+        self.extent_inputs = spec.extent_inputs
+        self.blas_inputs = spec.blas_inputs
         # Result number -> input number whose buffer it may take over: a
         # pointwise kernel reads such an input exactly where it writes.
         self.reusable = {} if spec.reduce else {
@@ -137,9 +140,13 @@ class KernelCall:
         inputs = [env[s] for s in self.inputs]
         if self.static:
             shapes, extents = self.static_shapes, self.domain
+        elif self.extent_inputs:
+            extents = [size if size is not None else inputs[number].shape[dim]
+                       for size, (number, dim) in zip(self.domain, self.extent_inputs)]
         else:
             dynamic = iter([env[s] for s in self.dynamic])
             extents = [size if size is not None else next(dynamic) for size in self.domain]
+        if not self.static:
             for number, dim, domain_dim in self.checks:
                 if inputs[number].shape[dim] != extents[domain_dim]:
                     raise BrazeError(
@@ -152,8 +159,10 @@ class KernelCall:
             if not tensor.is_contiguous():
                 contiguous = False
                 if not self.views_in_place or (
-                        tensor.dim() and tensor.stride(-1) != 1 and tensor.shape[-1] != 1):
-                    inputs[number] = tensor.contiguous()  # kernels read rows in place
+                        tensor.dim() and tensor.stride(-1) != 1 and tensor.shape[-1] != 1) or (
+                        number in self.blas_inputs and tensor.shape[-2] > 1
+                        and tensor.stride(-2) < tensor.shape[-1]):
+                    inputs[number] = tensor.contiguous()  # kernels (and BLAS) read rows in place
         outputs = []
         for result, (shape, dtype) in enumerate(zip(shapes, self.result_dtypes)):
             carve = self.carve.get(result)
@@ -381,7 +390,7 @@ class Program:
                         value = value.contiguous()
                     template[result] = value
                 continue
-            if name == "braze.kernel":
+            if name in ("braze.kernel", "braze.fused_gemm"):
                 call = kernels_runtime.kernel_call(next(kernel_specs), op, slots)
                 kernel_steps.append((op, call))
             elif name in collectives.OPS:

@@ -56,6 +56,10 @@ class TargetOptions:
     # Place intermediate kernel buffers in one arena per call, reused by
     # liveness (braze-plan-memory).
     plan_memory: bool = True
+    # Fuse each GEMM with the bias, pointwise chain and row statistics after
+    # it (braze-epilogue-fusion; on targets whose emitters spell
+    # braze.fused_gemm: the CPU).
+    epilogue_fusion: bool = True
     # Directory of the compiled-kernel cache (default: BRAZE_CACHE_DIR).
     # Not part of the cache key.
     cache_dir: str | None = None
@@ -120,6 +124,11 @@ class Target:
     # max-arguments); 0: its renderers do not spell braze.combo.
     combo_arguments = 0
 
+    def fused_gemm_missing(self) -> str | None:
+        """Why this target's emitters cannot run braze.fused_gemm (None:
+        they can, and its pipeline runs braze-epilogue-fusion)."""
+        return f"the {self.name} renderers do not spell braze.fused_gemm"
+
     def options(self, given: dict | None = None) -> TargetOptions:
         known = {f.name for f in dataclasses.fields(self.options_type)}
         for key in given or {}:
@@ -136,7 +145,8 @@ class Target:
                                         options.collapse_dims, overlap=options.overlap,
                                         # GPU launchers copy strided inputs; index maps over host
                                         # views are read in place by the CPU's kernels only.
-                                        fold_layouts=options.fold_layouts and not self.gpu)
+                                        fold_layouts=options.fold_layouts and not self.gpu,
+                                        epilogue_fusion=options.epilogue_fusion and self.fused_gemm_missing() is None)
         if options.combo_kernels and self.combo_arguments:
             pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:

@@ -14,6 +14,11 @@ class CpuTarget(Target):
     install = "apt-get install g++ (or set CXX)"
     combo_arguments = 250
 
+    def fused_gemm_missing(self) -> str | None:
+        from braze.runtime import blas
+
+        return blas.missing()
+
     def pipeline(self, options: TargetOptions) -> str:
         tune = ",braze-tune-convolutions" if options.tune_convolutions else ""
         return super().pipeline(options) + tune

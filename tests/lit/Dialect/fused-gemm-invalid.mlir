@@ -82,7 +82,7 @@ func.func @epilogue_arguments(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %bias: t
 
 // Tests that the epilogue yields the result's element type.
 func.func @epilogue_type(%x: tensor<4x8xbf16>, %w: tensor<8x2xbf16>) -> tensor<4x2xbf16> {
-  // expected-error @+1 {{'braze.fused_gemm' op epilogue yields 'f32' but the result's elements are 'bf16'}}
+  // expected-error @+1 {{'braze.fused_gemm' op epilogue yields 'f32' for result #0, whose elements are 'bf16'}}
   %y = braze.fused_gemm %x, %w extras() indexing [] accumulator f32
       : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xbf16> {
   ^bb0(%acc: f32):
@@ -102,4 +102,56 @@ func.func @batch(%x: tensor<2x4x8xf32>, %w: tensor<3x8x2xf32>) -> tensor<2x4x2xf
     braze.gemm_yield %acc : f32
   }
   return %y : tensor<2x4x2xf32>
+}
+
+// -----
+
+// Tests that a reduction kind must be "add" or "max".
+func.func @reduction_kind(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> (tensor<4x2xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{'braze.fused_gemm' op reduction 'min' is not "add" or "max"}}
+  %y, %s = braze.fused_gemm %x, %w extras() indexing [] accumulator f32 reductions ["min"]
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>, tensor<4xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc, %acc : f32, f32
+  }
+  return %y, %s : tensor<4x2xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that a fused GEMM keeps at least one output besides its statistics.
+func.func @no_output(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'braze.fused_gemm' op has 1 result(s) and 1 reduction(s): the results are one or more outputs, then one row statistic per reduction}}
+  %s = braze.fused_gemm %x, %w extras() indexing [] accumulator f32 reductions ["add"]
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a row statistic is [batch..., M].
+func.func @statistic_shape(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> (tensor<4x2xf32>, tensor<2xf32>) {
+  // expected-error @+1 {{'braze.fused_gemm' op result #1 must be [batch..., M] (a row statistic), like result #0, got 'tensor<2xf32>'}}
+  %y, %s = braze.fused_gemm %x, %w extras() indexing [] accumulator f32 reductions ["max"]
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>, tensor<2xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc, %acc : f32, f32
+  }
+  return %y, %s : tensor<4x2xf32>, tensor<2xf32>
+}
+
+// -----
+
+// Tests that the epilogue yields one value per result.
+func.func @yield_count(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>) {
+  // expected-error @+1 {{'braze.fused_gemm' op epilogue yields 1 value(s) but the op has 2 result(s)}}
+  %y, %z = braze.fused_gemm %x, %w extras() indexing [] accumulator f32
+      : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>, tensor<4x2xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y, %z : tensor<4x2xf32>, tensor<4x2xf32>
 }

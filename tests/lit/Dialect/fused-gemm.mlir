@@ -41,3 +41,21 @@ func.func @scaled_residual(%a: tensor<2x4x8xbf16>, %b: tensor<2x4x16xbf16>, %sa:
   }
   return %y : tensor<2x8x16xbf16>
 }
+
+// -----
+
+// Tests that a bf16 product with an extra output and two row statistics
+// (a sum of squares accumulated in f32, a max) round-trips.
+// CHECK-LABEL: func.func @statistics
+// CHECK: %{{.*}}:4 = braze.fused_gemm %{{.*}}, %{{.*}} extras() indexing [] accumulator f32 reductions ["add", "max"] : (tensor<?x8xbf16>, tensor<8x16xbf16>) -> tensor<?x16xbf16>, tensor<?x16xf32>, tensor<?xbf16>, tensor<?xf32>
+// CHECK: braze.gemm_yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : bf16, f32, f32, f32
+func.func @statistics(%x: tensor<?x8xbf16>, %w: tensor<8x16xbf16>) -> (tensor<?x16xbf16>, tensor<?x16xf32>, tensor<?xbf16>, tensor<?xf32>) {
+  %y, %raw, %ss, %max = braze.fused_gemm %x, %w extras() indexing [] accumulator f32 reductions ["add", "max"]
+      : (tensor<?x8xbf16>, tensor<8x16xbf16>) -> tensor<?x16xbf16>, tensor<?x16xf32>, tensor<?xbf16>, tensor<?xf32> {
+  ^bb0(%acc: f32):
+    %o = arith.truncf %acc : f32 to bf16
+    %q = arith.mulf %acc, %acc : f32
+    braze.gemm_yield %o, %acc, %q, %acc : bf16, f32, f32, f32
+  }
+  return %y, %raw, %ss, %max : tensor<?x16xbf16>, tensor<?x16xf32>, tensor<?xbf16>, tensor<?xf32>
+}

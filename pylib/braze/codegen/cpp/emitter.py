@@ -506,15 +506,23 @@ def emit(kernels: list[ir.OpView], combos: list[ir.OpView] = (),
     the combo is), and one `<prefix>_combo_<m>` launch function per combo
     in `combos` (codegen/cpp/combo.py), whose sub-kernels are not
     callable on their own."""
+    from braze.codegen.cpp import gemm
     from braze.codegen.cpp.combo import ITEM_AT, render_combo, sub_kernel_blocks
 
     parts = [PRELUDE, "#include <algorithm>\n#include <cstdlib>\n#include <omp.h>"]
     if combos:
         parts.append(ITEM_AT)
+    if any(kernel.operation.name == "braze.fused_gemm" for kernel in kernels):
+        parts.append(gemm.GEMM_PRELUDE)
     blocks = sub_kernel_blocks(combos)
     specs = {}
     for number, kernel in enumerate(kernels):
-        analysis = KernelAnalysis(kernel, f"{prefix}_{number}")
+        name = f"{prefix}_{number}"
+        if kernel.operation.name == "braze.fused_gemm":
+            source, specs[name] = gemm.render(kernel, name)
+            parts.append(source)
+            continue
+        analysis = KernelAnalysis(kernel, name)
         parts.append(CppRenderer(analysis).render(blocks.get(kernel)))
         specs[analysis.name] = analysis.spec()
     names = dict(zip(kernels, specs))

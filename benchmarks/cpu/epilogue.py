@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""GEMM epilogue fusion on the CPU (issue 12): braze fused vs braze unfused
+(epilogue_fusion off) vs eager vs Inductor, in one run, on GEMM-bound models
+(benchmarks/cpu/models.py: linear_gelu, linear_residual_layernorm,
+bert_layer, decode_mlp, mlp) and the zoo's ViT (braze.testing.zoo, bench size).
+
+    .venv/bin/python benchmarks/cpu/epilogue.py [--models ...] [--rounds 7] [--threads 1]
+
+At 1 thread (torch.set_num_threads and OMP_NUM_THREADS for the generated
+code), each round calls every engine `--calls` times in turn, timing thread
+CPU time per call (`time.thread_time()`; robust to other processes'
+load, which is reported); the median over rounds is kept. Outputs are
+checked against eager (max |out - eager| / max |eager|).
+
+decode_mlp also reports the GEMVs' bandwidth: the bytes of its two weights
+over braze's time per call, against this machine's read bandwidth measured
+in the same run (torch.sum over a float32 tensor of the weights' size, the
+same thread count, best of the rounds).
+
+Writes benchmarks/cpu/epilogue.json and prints a markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+MODELS = ["linear_gelu", "linear_residual_layernorm", "bert_layer", "decode_mlp", "mlp", "vit"]
+ENGINES = ["eager", "inductor", "braze unfused", "braze fused"]
+
+
+def build(name):
+    import models
+
+    if name != "vit":
+        return models.build(name)
+    from braze.testing import zoo
+
+    zoo.import_libraries()
+    entry = next(e for e in zoo.ZOO if e.name.startswith("vit"))
+    model, args, kwargs = entry.make(zoo.BENCH)
+    assert not kwargs
+    return model, args
+
+
+def engines(model, args, torch, braze):
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    made = {"eager": model}
+    made["inductor"] = torch.compile(model)
+    made["braze unfused"] = braze.compile(model, args, options={"epilogue_fusion": False})
+    made["braze fused"] = braze.compile(model, args)
+    return made
+
+
+def read_bandwidth(torch, nbytes: int, rounds: int) -> float:
+    """Bytes per second of torch.sum over a float32 tensor of `nbytes`."""
+    x = torch.randn(nbytes // 4)
+    x.sum()
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.thread_time()
+        for _ in range(5):
+            x.sum()
+        best = min(best, (time.thread_time() - started) / 5)
+    return nbytes / best
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", default=os.path.join(HERE, "epilogue.json"))
+    args = parser.parse_args(argv)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-epilogue-"))
+    import torch
+
+    import braze
+    from machine import CpuLoad, cpu_info
+
+    torch.set_num_threads(args.threads)
+    clock = time.thread_time if args.threads == 1 else time.perf_counter
+    rows = []
+    for name in args.models.split(","):
+        model, inputs = build(name)
+        with torch.no_grad():
+            made = engines(model, inputs, torch, braze)
+            expected = model(*inputs)
+            errors, stats = {}, {}
+            for engine, call in made.items():
+                out = call(*inputs)
+                out = out[0] if isinstance(out, (tuple, list)) else out
+                if hasattr(out, "last_hidden_state"):
+                    out = out.last_hidden_state
+                reference = expected[0] if isinstance(expected, (tuple, list)) else expected
+                reference = getattr(reference, "last_hidden_state", reference)
+                errors[engine] = ((out - reference).abs().max() / reference.abs().max()).item()
+                if hasattr(call, "stats"):
+                    stats[engine] = {k: call.stats[k] for k in ("kernels", "gemms", "fused_gemms")}
+            load = CpuLoad()
+            samples = {engine: [] for engine in made}
+            for _ in range(args.rounds):
+                for engine, call in made.items():
+                    call(*inputs)
+                    started = clock()
+                    for _ in range(args.calls):
+                        call(*inputs)
+                    samples[engine].append((clock() - started) / args.calls)
+            times = {engine: statistics.median(v) for engine, v in samples.items()}
+            best = {engine: min(v) for engine, v in samples.items()}
+        row = {"model": name, "times_s": times, "best_s": best, "rel_err": errors, "stats": stats,
+               "load": load.result()}
+        if name == "decode_mlp":
+            weight_bytes = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if "fc" in n
+                               and n.endswith("weight"))
+            bandwidth = read_bandwidth(torch, weight_bytes, args.rounds)
+            row["weight_bytes"] = weight_bytes
+            row["read_bandwidth_GBs"] = bandwidth / 1e9
+            row["gemv_bandwidth_GBs"] = weight_bytes / best["braze fused"] / 1e9
+        rows.append(row)
+        eager = times["eager"]
+        print(f"{name} ({row['load'].get('other_cpu_pct', '?')}% other load): "
+              + "  ".join(f"{e} {t * 1e3:.2f} ms ({eager / t:.2f}x eager, err {errors[e]:.1e})"
+                          for e, t in times.items()), flush=True)
+        if "read_bandwidth_GBs" in row:
+            print(f"  weights {row['weight_bytes'] / 1e6:.1f} MB: braze fused {row['gemv_bandwidth_GBs']:.1f} GB/s, "
+                  f"read bandwidth {row['read_bandwidth_GBs']:.1f} GB/s "
+                  f"({row['gemv_bandwidth_GBs'] / row['read_bandwidth_GBs']:.0%})", flush=True)
+    result = {"command": "python benchmarks/cpu/epilogue.py " + " ".join(sys.argv[1:] if argv is None else argv),
+              **cpu_info(), "torch": torch.__version__, "threads": args.threads, "loadavg": list(os.getloadavg()),
+              "rows": rows}
+    with open(args.json, "w") as f:
+        json.dump(result, f, indent=1)
+    print()
+    print("| model | eager ms | Inductor | braze unfused | braze fused | fused / unfused | fused / eager "
+          "| fused / Inductor | braze fused GEMMs | other load |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for row in rows:
+        t = row["times_s"]
+        print(f"| {row['model']} | {t['eager'] * 1e3:.2f} | {t['inductor'] * 1e3:.2f} | {t['braze unfused'] * 1e3:.2f} "
+              f"| {t['braze fused'] * 1e3:.2f} | {t['braze unfused'] / t['braze fused']:.2f}x "
+              f"| {t['eager'] / t['braze fused']:.2f}x | {t['inductor'] / t['braze fused']:.2f}x "
+              f"| {row['stats'].get('braze fused', {}).get('fused_gemms', '?')} "
+              f"| {row['load'].get('other_cpu_pct', '?')}% |")
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,401 @@
+"""Prints a `braze.fused_gemm` as one C++ function with a kernel's ABI
+(`extern "C" int <name>(void* const* buffers, const int64_t* sizes)`, see
+codegen/gemm.py for what `sizes` holds).
+
+Two forms, chosen from the shape (measured: docs/cpu.md):
+
+* panels: MKL (the BLAS torch loaded; runtime/blas.py passes its functions
+  to `braze_set_blas`) computes C one panel at a time into a per-thread f32
+  buffer, each thread its own panels, and the epilogue runs over the panel
+  while it is in cache, writing the outputs and the row statistics. A
+  panel is up to `PANEL_COLUMNS` columns (all of N when there are row
+  statistics) by as many rows as give each thread a panel, at most
+  `PANEL_FLOATS` floats: the BLAS packs its operands again per call, so
+  small panels lose (benchmarks/cpu/fused_gemm_variants.py, 1 thread: 64
+  rows 0.64-0.76x torch.mm's speed, 256 x 256 0.79-0.91x, all rows x 1024
+  columns 0.86-0.90x, against 0.85-0.90x for the GEMM plus a separate
+  epilogue).
+* GEMV (a static M of at most `GEMV_ROWS`, no row statistics: decode
+  shapes): each row of the weight is read once for all M rows of the
+  input, the threads splitting N, and the epilogue runs per element.
+"""
+
+from __future__ import annotations
+
+import types
+
+from mlir import ir
+
+from braze.codegen.analysis import type_name
+from braze.codegen.cpp.emitter import CppRenderer
+from braze.codegen.gemm import GemmAnalysis
+from braze.codegen.renderer import CStyleRenderer
+from braze.errors import BrazeError
+
+PANEL_COLUMNS = 1024
+PANEL_FLOATS = 1 << 20  # 4 MiB of f32 per thread's panel
+GEMV_ROWS = 16
+# Below this many multiply-adds a fused GEMM runs on one thread.
+PARALLEL_WORK = 1 << 20
+SUM_BLOCK = 1024
+
+# The BLAS, in runtime/blas.py's NAMES order; then row-major wrappers.
+GEMM_PRELUDE = r"""
+// ---- fused GEMMs: MKL from torch, set by braze_set_blas (runtime/blas.py) ----
+typedef void (*bz_sgemm_fn)(const char*, const char*, const int*, const int*, const int*, const float*,
+                            const float*, const int*, const float*, const int*, const float*, float*, const int*);
+typedef void (*bz_dgemm_fn)(const char*, const char*, const int*, const int*, const int*, const double*,
+                            const double*, const int*, const double*, const int*, const double*, double*, const int*);
+typedef void (*bz_hgemm_fn)(int, int, int, int, int, int, float, const uint16_t*, int, const uint16_t*, int, float,
+                            float*, int);
+static bz_sgemm_fn bz_sgemm;
+static bz_dgemm_fn bz_dgemm;
+static bz_hgemm_fn bz_gemm_bf16, bz_gemm_f16;
+extern "C" void braze_set_blas(void* const* functions) {
+  bz_sgemm = (bz_sgemm_fn)functions[0];
+  bz_dgemm = (bz_dgemm_fn)functions[1];
+  bz_gemm_bf16 = (bz_hgemm_fn)functions[2];
+  bz_gemm_f16 = (bz_hgemm_fn)functions[3];
+}
+// Row-major C[m, n] (row stride ldc) = A B: A is [m, k] (ta: stored as [k, m]), B is [k, n] (tb: stored
+// as [n, k]), with row strides lda and ldb. The Fortran BLAS is column-major: it computes C^T = B^T A^T.
+template <class T, class F>
+static inline void bz_gemm_cm(F gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                              const T* b, int64_t ldb, T* c, int64_t ldc) {
+  const char transa = ta ? 'T' : 'N', transb = tb ? 'T' : 'N';
+  const int rows = (int)n, cols = (int)m, depth = (int)k, la = (int)lda, lb = (int)ldb, lc = (int)ldc;
+  const T one = 1, zero = 0;
+  gemm(&transb, &transa, &rows, &cols, &depth, &one, b, &lb, a, &la, &zero, c, &lc);
+}
+static inline void bz_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                           const float* b, int64_t ldb, float* c, int64_t ldc) {
+  bz_gemm_cm(bz_sgemm, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+static inline void bz_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                           const double* b, int64_t ldb, double* c, int64_t ldc) {
+  bz_gemm_cm(bz_dgemm, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+}
+// f16/bf16 (uint16_t storage) into a float C, through MKL's row-major CBLAS.
+static inline void bz_gemm_half(bz_hgemm_fn gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                                const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float* c,
+                                int64_t ldc) {
+  enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+  gemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b,
+       (int)ldb, 0.0f, c, (int)ldc);
+}
+"""
+
+
+class EpilogueRenderer(CppRenderer):
+    """The scalar ops of an epilogue, spelled as a kernel body's (the
+    renderer's tables and rules; no loops, loads or stores of its own)."""
+
+    def __init__(self, name: str):
+        CStyleRenderer.__init__(self, types.SimpleNamespace(name=name))
+        self.divides = False
+
+
+class GemmRenderer:
+    def __init__(self, analysis: GemmAnalysis):
+        self.a = analysis
+        self.epilogue = EpilogueRenderer(analysis.name)
+
+    def storage(self, type_: ir.Type) -> str:
+        return self.epilogue.storage_type(type_)
+
+    # -- pieces ---------------------------------------------------------
+    def _head(self) -> list[str]:
+        a = self.a
+        # Wide vectors pay for transcendental epilogues only (a GEMV with
+        # 512-bit vectors measured 1.3x slower: it is bound by memory).
+        wide = "BZ_WIDE_VECTORS " if any(op.operation.name.startswith("math.") for op in a.ops) else ""
+        lines = [f'extern "C" {wide}int {a.name}(void* const* buffers, const int64_t* sizes) {{']
+        for operand in a.operands:
+            c_type = self.storage(operand.value.type.element_type)
+            lines.append(f"  const {c_type}* __restrict in{operand.number} = (const {c_type}*)buffers[{operand.number}];")
+        for number, result in enumerate(a.results):
+            c_type = self.storage(result.type.element_type)
+            lines.append(f"  {c_type}* __restrict out{number} = ({c_type}*)buffers[{len(a.inputs) + number}];")
+        for dim, size in enumerate(a.domain):
+            lines.append(f"  const int64_t n{dim} = {size if size is not None else f'sizes[{dim}]'};")
+        offset = len(a.domain)
+        for operand in a.operands:
+            rank = operand.value.type.rank
+            for dim in range(rank - 1):
+                lines.append(f"  const int64_t stride{operand.number}_{dim} = sizes[{offset + dim}];")
+            offset += rank
+        b = a.batch
+        m, n, k = f"n{a.m}", f"n{a.n}", f"n{a.k}"
+        # The BLAS wants a row stride at least the row's length (a size-1
+        # dim carries stride 0 here).
+        lines.append(f"  const int64_t lda = std::max<int64_t>(stride0_{b}, {m if a.transpose_lhs else k});")
+        lines.append(f"  const int64_t ldb = std::max<int64_t>(stride1_{b}, {k if a.transpose_rhs else n});")
+        lines.append("  int failed = 0;")
+        lines.append("  (void)sizes;")
+        return lines
+
+    def _batch_offsets(self) -> list[str]:
+        """`base<i>`: the offset of the current batch index in input i."""
+        a = self.a
+        lines = []
+        for operand in a.operands:
+            rank = operand.value.type.rank
+            if operand.role in ("lhs", "rhs") or (operand.indexing == "mn" and rank == a.rank):
+                terms = [f"i{d} * stride{operand.number}_{d}" for d in range(a.batch)]
+                lines.append(f"const int64_t base{operand.number} = {' + '.join(terms) or '0'};")
+        batch = "0"
+        for d in range(a.batch):
+            batch = f"({batch}) * n{d} + i{d}"
+        lines.append(f"const int64_t batch = {batch};")
+        return lines
+
+    def _load(self, operand) -> str:
+        a = self.a
+        i_m, i_n = f"i{a.m}", f"i{a.n}"
+        number = operand.number
+        if operand.indexing == "mn":
+            rank = operand.value.type.rank
+            base = f"base{number} + " if rank == a.rank else ""
+            index = f"{base}{i_m} * stride{number}_{rank - 2} + {i_n}"
+        elif operand.indexing == "n":
+            index = i_n
+        elif operand.indexing == "m":
+            index = i_m
+        else:
+            index = "0"
+        load = f"in{number}[{index}]"
+        element = type_name(operand.value.type.element_type)
+        half = CStyleRenderer.half_load.get(element)
+        return f"{half}({load})" if half else load
+
+    def _element(self, accumulator: str) -> tuple[list[str], list[str]]:
+        """The epilogue at element (i_m, i_n) of the current batch, from the
+        accumulator's expression: its lines, and the expression of each
+        yielded value."""
+        a, r = self.a, self.epilogue
+        lines = []
+        value = accumulator
+        acc_type = r.compute_type(a.accumulator)
+        for operand in a.operands:
+            if operand.role == "lhs_scale":
+                value = f"{value} * ({acc_type}){self._load(operand)}"
+            elif operand.role == "rhs_scale":
+                value = f"{value} * ({acc_type}){self._load(operand)}"
+        arguments = list(a.block.arguments)
+        r.names[arguments[0]] = "acc_value"
+        lines.append(f"const {acc_type} acc_value = {value};")
+        for argument, operand in zip(arguments[1:], [o for o in a.operands if o.role == "extra"]):
+            name = r.fresh()
+            r.names[argument] = name
+            lines.append(f"const {r.compute_type(argument.type)} {name} = {self._load(operand)};")
+        for op in a.ops[:-1]:
+            r.define(op, lines)
+        yielded = [r.names[v] for v in a.ops[-1].operation.operands]
+        return lines, yielded
+
+    def _stores(self, yielded: list[str]) -> list[str]:
+        a = self.a
+        lines = []
+        for number in range(a.output_count):
+            element = type_name(a.results[number].type.element_type)
+            value = yielded[number]
+            if element in CStyleRenderer.half_store:
+                value = f"{CStyleRenderer.half_store[element]}({value})"
+            lines.append(f"out{number}[(batch * n{a.m} + i{a.m}) * n{a.n} + i{a.n}] = {value};")
+        return lines
+
+    def _statistics(self, yielded: list[str]) -> tuple[list, list, list, list]:
+        """Per row statistic: its declarations (before the row), the lines
+        taking one element, its SIMD reduction clauses, and its store."""
+        a, r = self.a, self.epilogue
+        declarations, updates, clauses, finals = [], [], [], []
+        for s, kind in enumerate(a.kinds):
+            number = a.output_count + s
+            value = yielded[number]
+            value_type = r.compute_type(a.ops[-1].operation.operands[number].type)
+            if kind == "add":
+                # 1024-element blocks summed in float lanes, added in double (as kernels do).
+                declarations.append(f"double stat{s} = 0;")
+                updates.append(f"part{s} += {value};")
+                clauses.append(f"reduction(+:part{s})")
+                final = f"({value_type})stat{s}"
+            else:  # max, NaN-propagating (an int flag keeps the loop vectorized)
+                declarations += [f"{value_type} stat{s} = -std::numeric_limits<{value_type}>::infinity();",
+                                 f"int nan{s} = 0;"]
+                updates += [f"stat{s} = {value} > stat{s} ? {value} : stat{s};", f"nan{s} |= {value} != {value};"]
+                clauses += [f"reduction(max:stat{s})", f"reduction(|:nan{s})"]
+                final = f"nan{s} ? std::numeric_limits<{value_type}>::quiet_NaN() : stat{s}"
+            element = type_name(a.results[number].type.element_type)
+            if element in CStyleRenderer.half_store:
+                final = f"{CStyleRenderer.half_store[element]}({final})"
+            finals.append(f"out{number}[batch * n{a.m} + i{a.m}] = {final};")
+        return declarations, updates, clauses, finals
+
+    # -- forms ----------------------------------------------------------
+    def render(self) -> str:
+        a = self.a
+        m = a.static_m
+        gemv = m is not None and m <= GEMV_ROWS and not a.kinds and type_name(a.element) != "f64"
+        head = self._head()
+        body = self._gemv(m) if gemv else self._panels()
+        failed = " reduction(|:failed)" if self.epilogue.divides else ""
+        body = [line.replace("@FAILED@", failed) for line in body]
+        return "\n".join(head + body + ["  return failed;", "}"])
+
+    def _panels(self) -> list[str]:
+        a = self.a
+        element = type_name(a.element)
+        acc_c = "double" if type_name(a.accumulator) == "f64" else "float"
+        m, n, k = f"n{a.m}", f"n{a.n}", f"n{a.k}"
+        batches = " * ".join(f"n{d}" for d in range(a.batch)) or "1"
+        lines, yielded = self._element(f"acc[r * cols + c]")
+        stores = self._stores(yielded)
+        if element in ("bf16", "f16"):
+            call = (f"bz_gemm_half(bz_gemm_{element}, {str(a.transpose_lhs).lower()}, {str(a.transpose_rhs).lower()}, "
+                    "rows, cols, " + k + ", lhs, lda, rhs, ldb, acc, cols);")
+        else:
+            call = (f"bz_gemm({str(a.transpose_lhs).lower()}, {str(a.transpose_rhs).lower()}, rows, cols, {k}, "
+                    "lhs, lda, rhs, ldb, acc, cols);")
+        lhs_offset = "m0" if a.transpose_lhs else "m0 * lda"
+        rhs_offset = "c0 * ldb" if a.transpose_rhs else "c0"
+        out = [
+            f"  const int64_t batches = {batches};",
+            # Row statistics need whole rows in a panel.
+            f"  const int64_t panel_cols = std::max<int64_t>(1, "
+            + (f"{n});" if a.kinds else f"std::min<int64_t>({PANEL_COLUMNS}, {n}));"),
+            f"  const int64_t col_panels = ({n} + panel_cols - 1) / panel_cols;",
+            "  // Rows per panel: enough panels for every thread, each at most PANEL_FLOATS floats.",
+            "  const int64_t split = std::max<int64_t>(1, (omp_get_max_threads() + batches * col_panels - 1)"
+            " / std::max<int64_t>(1, batches * col_panels));",
+            f"  const int64_t panel_rows = std::max<int64_t>(1, std::min<int64_t>(({m} + split - 1) / split,"
+            f" std::max<int64_t>(64, {PANEL_FLOATS} / panel_cols)));",
+            f"  const int64_t row_panels = ({m} + panel_rows - 1) / panel_rows;",
+            "  const int64_t tasks = batches * row_panels * col_panels;",
+            f"  #pragma omp parallel if(tasks > 1 && {m} * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
+            "  {",
+            f"    {acc_c}* acc = ({acc_c}*)std::malloc(sizeof({acc_c}) * panel_rows * panel_cols);",
+            "    #pragma omp for schedule(static)",
+            "    for (int64_t task = 0; task < tasks; ++task) {",
+            "      int64_t rest = task;",
+            "      const int64_t pc = rest % col_panels; rest /= col_panels;",
+            "      const int64_t pr = rest % row_panels; rest /= row_panels;",
+        ]
+        out += [f"      const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
+        out += ["      " + line for line in self._batch_offsets()]
+        out += [
+            f"      const int64_t m0 = pr * panel_rows, rows = std::min<int64_t>(panel_rows, {m} - m0);",
+            f"      const int64_t c0 = pc * panel_cols, cols = std::min<int64_t>(panel_cols, {n} - c0);",
+            f"      const auto* lhs = in0 + base0 + {lhs_offset};",
+            f"      const auto* rhs = in1 + base1 + {rhs_offset};",
+            f"      {call}",
+            "      for (int64_t r = 0; r < rows; ++r) {",
+            f"        const int64_t i{a.m} = m0 + r;",
+        ]
+        body = [f"const int64_t i{a.n} = c0 + c;"] + lines + stores
+        if a.kinds:
+            declarations, updates, clauses, finals = self._statistics(yielded)
+            sums = [s for s, kind in enumerate(a.kinds) if kind == "add"]
+            out += ["        " + line for line in declarations]
+            out.append(f"        for (int64_t block = 0; block < cols; block += {SUM_BLOCK}) {{")
+            out += [f"          float part{s} = 0;" for s in sums]
+            out.append(f"          const int64_t end = std::min<int64_t>(cols, block + {SUM_BLOCK});")
+            out.append(f"          #pragma omp simd {' '.join(clauses)}")
+            out.append("          for (int64_t c = block; c < end; ++c) {")
+            out += ["            " + line for line in body + updates]
+            out.append("          }")
+            out += [f"          stat{s} += part{s};" for s in sums]
+            out.append("        }")
+            out += ["        " + line for line in finals]
+        else:
+            out.append("        #pragma omp simd")
+            out.append("        for (int64_t c = 0; c < cols; ++c) {")
+            out += ["          " + line for line in body]
+            out.append("        }")
+        out += ["      }", "    }", "    std::free(acc);", "  }"]
+        return out
+
+    def _gemv(self, rows: int) -> list[str]:
+        """Decode shapes: every weight element read once, for all `rows` rows."""
+        a = self.a
+        element = type_name(a.element)
+        half = CStyleRenderer.half_load.get(element, "")
+        m, n, k = f"n{a.m}", f"n{a.n}", f"n{a.k}"
+        load_a = (f"{half}(lhs[kk * lda + row])" if a.transpose_lhs else f"{half}(lhs[row * lda + kk])")
+        lines, yielded = self._element("sums[row]" if a.transpose_rhs else "part[row][c]")
+        stores = self._stores(yielded)
+        batches = " * ".join(f"n{d}" for d in range(a.batch)) or "1"
+        out = [f"  const int64_t batches = {batches};"]
+        if a.transpose_rhs:
+            # W [N, K]: one dot product of each weight row with every input row, in 16 lanes.
+            load_w = f"{half}(w[kk])"
+            inner = [
+                "float part[" + str(rows) + "][16] = {};",
+                "int64_t kb = 0;",
+                f"for (; kb + 16 <= {k}; kb += 16)",
+                f"  for (int64_t row = 0; row < {rows}; ++row) {{",
+                "    #pragma omp simd",
+                "    for (int64_t l = 0; l < 16; ++l) {",
+                "      const int64_t kk = kb + l;",
+                f"      part[row][l] += {load_a} * {load_w};",
+                "    }",
+                "  }",
+                f"for (int64_t kk = kb; kk < {k}; ++kk)",
+                f"  for (int64_t row = 0; row < {rows}; ++row) part[row][0] += {load_a} * {load_w};",
+                f"float sums[{rows}];",
+                f"for (int64_t row = 0; row < {rows}; ++row) {{",
+                "  float total = 0;",
+                "  for (int64_t l = 0; l < 16; ++l) total += part[row][l];",
+                "  sums[row] = total;",
+                "}",
+            ]
+            out += [
+                f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
+                f"  for (int64_t point = 0; point < batches * {n}; ++point) {{",
+                "    int64_t rest = point;",
+                f"    const int64_t j = rest % {n}; rest /= {n};",
+            ]
+            out += [f"    const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
+            out += ["    " + line for line in self._batch_offsets()]
+            out += ["    const auto* lhs = in0 + base0;", "    const auto* w = in1 + base1 + j * ldb;"]
+            out += ["    " + line for line in inner]
+            out += [f"    const int64_t i{a.n} = j;", f"    for (int64_t row = 0; row < {rows}; ++row) {{",
+                    f"      const int64_t i{a.m} = row;"]
+            out += ["      " + line for line in lines + stores] + ["    }", "  }"]
+            return out
+        # B [K, N]: blocks of 64 columns, each weight row of the block read once.
+        load_b = f"{half}(rhs[kk * ldb + c0 + c])"
+        out += [
+            f"  const int64_t blocks = ({n} + 63) / 64;",
+            f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
+            "  for (int64_t point = 0; point < batches * blocks; ++point) {",
+            "    int64_t rest = point;",
+            "    const int64_t c0 = rest % blocks * 64; rest /= blocks;",
+        ]
+        out += [f"    const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
+        out += ["    " + line for line in self._batch_offsets()]
+        out += [
+            "    const auto* lhs = in0 + base0;",
+            "    const auto* rhs = in1 + base1;",
+            f"    const int64_t cols = std::min<int64_t>(64, {n} - c0);",
+            f"    float part[{rows}][64] = {{}};",
+            f"    for (int64_t kk = 0; kk < {k}; ++kk)",
+            f"      for (int64_t row = 0; row < {rows}; ++row) {{",
+            f"        const float x = {load_a};",
+            "        #pragma omp simd",
+            f"        for (int64_t c = 0; c < cols; ++c) part[row][c] += x * {load_b};",
+            "      }",
+            f"    for (int64_t row = 0; row < {rows}; ++row) {{",
+            f"      const int64_t i{a.m} = row;",
+            "      for (int64_t c = 0; c < cols; ++c) {",
+            f"        const int64_t i{a.n} = c0 + c;",
+        ]
+        out += ["        " + line for line in lines + stores] + ["      }", "    }", "  }"]
+        return out
+
+
+def render(op: ir.OpView, name: str) -> tuple[str, object]:
+    """The function of fused GEMM `op` named `name`, and its KernelSpec."""
+    analysis = GemmAnalysis(op, name)
+    if type_name(analysis.element) not in ("f32", "f64", "bf16", "f16"):
+        raise BrazeError(f"fused GEMM {name}: the CPU has no BLAS product of {analysis.element}")
+    return GemmRenderer(analysis).render(), analysis.spec()
