@@ -15,14 +15,15 @@ import pytest
 import torch
 
 import braze
-from braze.codegen.cpp.emitter import COMPILE_FLAGS
-from braze.runtime.native_cache import DEFAULT_FLAGS, NativeCache, compiler
+from braze.runtime.native_cache import NativeCache, compiler
+from braze.target.cpu import compile_flags
 
 PRELUDE = Path(braze.__file__).parent / "codegen" / "cpp" / "prelude.h"
-# What generated code is compiled with. Neither extra flag changes a result (we
-# never read errno nor FP exception flags); without them sqrt/rsqrt stay scalar,
-# and so does almost every loop on a host without AVX-512 (no masked operations).
-FLAGS = DEFAULT_FLAGS + COMPILE_FLAGS  # as the CPU backend compiles
+# What generated code is compiled with. No extra flag changes a result (we never
+# read errno nor FP exception flags); without them sqrt/rsqrt stay scalar, so does
+# almost every loop on a host without AVX-512 (no masked operations), and float
+# sin/cos/tan where gcc's tuning refuses gathers.
+FLAGS = compile_flags()  # as the CPU backend compiles
 
 F32, F64, I32, I64, U16 = "float", "double", "int32_t", "int64_t", "uint16_t"
 # kernel name -> (argument types, result type, expression, vectorizes)
@@ -239,8 +240,9 @@ def test_erf_float32_dense(call):
 
 
 def test_gelu_float32(call):
-    """The erf-form GELU kernel against float64 and against torch's float32 GELU
-    (whose own vectorized erf is about 7e-7 off, so its GELU up to 1.3e-6)."""
+    """The erf-form GELU kernel against float64, within what its erf error allows, and
+    close to torch's float32 GELU (whose error depends on the kernel torch picks for
+    the CPU: up to 1.3e-6 with AVX-512, 3.8e-7 elsewhere)."""
     rng = np.random.default_rng(7)
     x = np.concatenate([np.linspace(-10, 10, 4_000_001, dtype=np.float32),
                         (rng.standard_normal(4_000_000) * 3).astype(np.float32),
@@ -251,9 +253,12 @@ def test_gelu_float32(call):
     theirs = torch.nn.functional.gelu(xt)
     torch.testing.assert_close(ours.double(), exact, rtol=1e-6, atol=2e-7, equal_nan=True)
     finite = xt.isfinite()
-    ours_error = (ours.double() - exact)[finite].abs().max()
-    theirs_error = (theirs.double() - exact)[finite].abs().max()
-    assert ours_error < theirs_error
+    # 0.5 x (1 + erf(x/sqrt2)): erf's 1.26e-7 and the sum's rounding (2^-24 below 2),
+    # scaled by x/2, then the two products' roundings (within one ulp of the result)
+    ulp = torch.from_numpy(np.spacing(np.abs(exact.float().numpy()))).double()
+    allowed = 0.5 * xt.double().abs() * (1.26e-7 + 2.0**-24) + ulp
+    error = (ours.double() - exact).abs()
+    assert (error[finite] <= allowed[finite]).all(), x[(error / allowed).nan_to_num(0).argmax()]
     # torch's vectorized float32 GELU gives NaN at +inf (float64: inf); ours, as the formula, inf
     torch.testing.assert_close(ours[finite], theirs[finite], rtol=1e-6, atol=1.5e-6)
 

@@ -77,8 +77,8 @@ def package(model_or_exported, args=(), path=None, *, target: str = "cpu", kwarg
 def _write(model, directory: Path, compile_seconds: float) -> None:
     from torch.utils import _pytree as pytree
 
-    from braze.codegen.cpp.emitter import COMPILE_FLAGS
-    from braze.runtime.native_cache import DEFAULT_FLAGS, Toolchain, compiler
+    from braze.runtime.native_cache import Toolchain, compiler
+    from braze.target.cpu import compile_flags
 
     program = model.compiled.program
     stats = model.compiled.stats
@@ -136,7 +136,7 @@ def _write(model, directory: Path, compile_seconds: float) -> None:
         **host_features(),
         "compiler": compiler(),
         "compiler_version": _compiler_version(),
-        "flags": list(DEFAULT_FLAGS + COMPILE_FLAGS),
+        "flags": list(compile_flags()),
         "entry": program.name,
         "signature": {
             "arguments": [str(t) for t in program.argument_types],

@@ -50,6 +50,19 @@ def compiler() -> str:
 
 
 @functools.lru_cache(maxsize=None)
+def first_accepted(spellings: tuple[str, ...], compiler_command: str | None = None) -> tuple[str, ...]:
+    """The first of `spellings` (one flag, spelled as successive compiler
+    versions take it) that the C++ compiler accepts, as a 0- or 1-tuple."""
+    command = shlex.split(compiler_command or compiler())
+    for flag in spellings:
+        probe = subprocess.run([*command, flag, "-x", "c++", "-fsyntax-only", "-"], input="",
+                               capture_output=True, text=True)
+        if probe.returncode == 0:
+            return (flag,)
+    return ()
+
+
+@functools.lru_cache(maxsize=None)
 def _identity(compiler_command: str) -> str:
     """What the generated code depends on besides its text."""
     version = subprocess.run(shlex.split(compiler_command) + ["--version"],

@@ -8,6 +8,14 @@ import shutil
 from braze.target import Built, Target, TargetOptions, Unit
 
 
+def compile_flags() -> tuple[str, ...]:
+    """What the host C++ compiler builds generated kernels with."""
+    from braze.codegen.cpp.emitter import COMPILE_FLAGS, GATHER_FLAGS
+    from braze.runtime.native_cache import DEFAULT_FLAGS, first_accepted
+
+    return DEFAULT_FLAGS + COMPILE_FLAGS + first_accepted(GATHER_FLAGS)
+
+
 class CpuTarget(Target):
     name = "cpu"
     device = "cpu"
@@ -24,10 +32,9 @@ class CpuTarget(Target):
         return super().pipeline(options) + tune
 
     def _cache(self, options: TargetOptions):
-        from braze.codegen.cpp.emitter import COMPILE_FLAGS
-        from braze.runtime.native_cache import DEFAULT_FLAGS, NativeCache
+        from braze.runtime.native_cache import NativeCache
 
-        return NativeCache(directory=options.cache_dir, flags=DEFAULT_FLAGS + COMPILE_FLAGS, salt=options.key())
+        return NativeCache(directory=options.cache_dir, flags=compile_flags(), salt=options.key())
 
     def build(self, unit: Unit, options: TargetOptions) -> Built:
         from braze.runtime.cpu import CpuKernels
