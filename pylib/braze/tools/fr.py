@@ -49,6 +49,27 @@ def _late(dump, first):
     return dump.get("dumped_at", 0) - first > LATE_DUMP_S
 
 
+def _failed_reconfigures(dumps, newest, world):
+    """rank -> dump, for ranks with no dump in the newest generation whose own
+    newest dump records that they failed the reconfigure that formed it: the
+    runtime names that generation's group "<base>/<uuid>" and such a failure
+    "reconfigure <uuid>: ...", and dumps it in the old generation's numbering.
+    That is the new one where as many members reconfigured; where the group
+    grew or shrank the dumps do not tell the new numbers, and such a dump is
+    left out (as before)."""
+    group = newest[0].get("group", "")
+    if "/" not in group:
+        return {}
+    prefix = f"reconfigure {group.rsplit('/', 1)[1]}: "
+    present = {d["rank"] for d in newest}
+    own = {}
+    for d in dumps:
+        if d["rank"] not in present and d["generation"] >= own.get(d["rank"], d)["generation"]:
+            own[d["rank"]] = d
+    return {r: d for r, d in own.items()
+            if d.get("reason", "").startswith(prefix) and _failed(d) and d["world_size"] == world and r < world}
+
+
 def _signature(entry):
     # Uneven all_to_all sends different amounts from every rank: as in the
     # runtime's header check, only the op and the dtype must agree.
@@ -61,8 +82,16 @@ def analyze(dumps):
     if not dumps:
         return [("error", [], "no flight-recorder dumps found")]
     generation = max(d["generation"] for d in dumps)
-    dumps = {d["rank"]: d for d in dumps if d["generation"] == generation}
-    world = max(d["world_size"] for d in dumps.values())
+    newest = [d for d in dumps if d["generation"] == generation]
+    world = max(d["world_size"] for d in newest)
+    # A rank that failed the reconfigure which formed this generation never
+    # entered it: its dump is filed under the generation it was leaving. It
+    # did leave a dump, issued none of this generation's collectives because
+    # it had failed, and whom it blames counts (a survivor whose handshake
+    # with the dying rank failed, while the others had finished theirs).
+    setup_failed = _failed_reconfigures(dumps, newest, world)
+    dumps = {d["rank"]: d for d in newest}
+    dumps.update(setup_failed)
     findings = []
     # Ranks that blamed others long after the first accusation ran again after
     # the others had given up on them: set their dumps aside (as if they had
@@ -116,7 +145,7 @@ def analyze(dumps):
     # The first seq that some rank issued and another (alive or dead) never did.
     # A rank whose last collective failed issued nothing after it (its
     # communicator was aborted): it did not fail to join the later ones.
-    failed_at = {}
+    failed_at = {rank: -1 for rank in setup_failed}
     for rank in dumps:
         mine = [s for s in by_seq if rank in by_seq[s]]
         if mine and by_seq[max(mine)][rank]["state"] == "failed":

@@ -5,16 +5,18 @@ import json
 from braze.tools.fr import analyze, load_dumps
 
 
-def _dump(path, rank, world, dumped_at, missing, entries, failed_since=None, reason="test"):
-    doc = {"version": 1, "rank": rank, "world_size": world, "pid": 100 + rank, "backend": "tcp", "group": "braze",
-           "generation": 0, "reason": reason, "dumped_at": dumped_at, "missing_ranks": missing, "entries": entries}
+def _dump(path, rank, world, dumped_at, missing, entries, failed_since=None, reason="test", generation=0,
+          group="braze"):
+    doc = {"version": 1, "rank": rank, "world_size": world, "pid": 100 + rank, "backend": "tcp", "group": group,
+           "generation": generation, "reason": reason, "dumped_at": dumped_at, "missing_ranks": missing,
+           "entries": entries}
     if failed_since is not None:
         doc["failed_since"] = failed_since
-    (path / f"braze_fr_g0_rank{rank}.json").write_text(json.dumps(doc))
+    (path / f"braze_fr_g{generation}_rank{rank}.json").write_text(json.dumps(doc))
 
 
-def _entry(seq, op, in_count, state="failed"):
-    return {"id": seq + 1, "seq": seq, "p2p": False, "generation": 0, "op": op, "in_count": in_count,
+def _entry(seq, op, in_count, state="failed", generation=0):
+    return {"id": seq + 1, "seq": seq, "p2p": False, "generation": generation, "op": op, "in_count": in_count,
             "out_count": in_count, "dtype": "float32", "peer": -1, "state": state, "t_scheduled": 1.0,
             "t_started": 1.0, "t_completed": 2.0, "error": "", "stack": ""}
 
@@ -126,4 +128,34 @@ def test_ranks_that_failed_an_earlier_collective_did_not_fail_to_join_the_next(t
           failed_since=100.1)
     _dump(tmp_path, 2, 3, 108.0, [2], [ok, _entry(1, "all_reduce", 8)], failed_since=100.0,
           reason="all_reduce (seq 1): this rank stalled")
+    assert _culprits(tmp_path) == [2]
+
+
+def test_a_rank_that_failed_the_reconfigure_into_the_newest_generation_did_not_die(tmp_path):
+    """The fault test (tcp, 3 ranks, rank 1 killed inside reconfigure
+    planned-1): rank 0 had finished its handshakes and entered generation 1,
+    whose first all_reduce lost rank 1; rank 2's handshake with the dying
+    rank 1 failed, so it stayed in generation 0 and dumped there. It is no
+    rank that left no dump, nor one that never joined generation 1's seq 0
+    (braze-fr named it with the victim)."""
+    done = [_entry(0, "all_reduce", 8, "completed")]
+    for rank in (0, 1):
+        _dump(tmp_path, rank, 3, 100.0, [], done, failed_since=0.0, reason="reconfigure to [0, 1, 2]")
+    _dump(tmp_path, 2, 3, 100.012, [1], done, failed_since=100.001,
+          reason="reconfigure planned-1: authenticating to rank 1 at 127.0.0.1:45453: peer connection lost on recv: "
+                 "Connection reset by peer (it rejected this process's secret?)")
+    _dump(tmp_path, 0, 3, 100.010, [1], done + [_entry(0, "all_reduce", 8, generation=1)], failed_since=100.008,
+          reason="all_reduce (seq 0): lost the connection to rank 1 (the rank died or aborted)", generation=1,
+          group="braze/planned-1")
+    assert _culprits(tmp_path) == [1], analyze(load_dumps([tmp_path]))
+
+
+def test_a_failed_reconfigure_into_an_older_generation_is_no_excuse(tmp_path):
+    """Rank 2's failed reconfigure formed another generation than the newest:
+    it says nothing about generation 2, which rank 2 never joined."""
+    done = [_entry(0, "all_reduce", 8, "completed")]
+    _dump(tmp_path, 2, 3, 100.0, [1], done, failed_since=99.9, reason="reconfigure planned-0: rank 1 never arrived")
+    for rank in (0, 1):
+        _dump(tmp_path, rank, 3, 200.0, [2], done + [_entry(0, "all_reduce", 8, generation=2)],
+              failed_since=197.0, generation=2, group="braze/planned-1")
     assert _culprits(tmp_path) == [2]
