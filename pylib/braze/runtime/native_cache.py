@@ -49,14 +49,17 @@ def compiler() -> str:
     return command
 
 
-@functools.lru_cache(maxsize=None)
-def first_accepted(spellings: tuple[str, ...], compiler_command: str | None = None) -> tuple[str, ...]:
+def first_accepted(spellings: tuple[str, ...]) -> tuple[str, ...]:
     """The first of `spellings` (one flag, spelled as successive compiler
     versions take it) that the C++ compiler accepts, as a 0- or 1-tuple."""
-    command = shlex.split(compiler_command or compiler())
+    return _first_accepted(spellings, compiler())
+
+
+@functools.lru_cache(maxsize=None)
+def _first_accepted(spellings: tuple[str, ...], compiler_command: str) -> tuple[str, ...]:
     for flag in spellings:
-        probe = subprocess.run([*command, flag, "-x", "c++", "-fsyntax-only", "-"], input="",
-                               capture_output=True, text=True)
+        probe = subprocess.run([*shlex.split(compiler_command), flag, "-x", "c++", "-fsyntax-only", "-"],
+                               input="", capture_output=True, text=True)
         if probe.returncode == 0:
             return (flag,)
     return ()
