@@ -231,3 +231,27 @@ func.func @f(%x: tensor<{rows}x19xf32>, %w: tensor<19x21xf32>, %sa: tensor<f32>,
         assert _close(expected[0], eager, 1e-5)
         for e, out in zip(expected, braze.compile_mlir(text)(*inputs)):
             assert _close(out, e, 2e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("batches,columns", [(1, 2200), (3, 2200), (1, 100)])
+def test_panels_share_out_among_threads(threads, batches, columns):
+    """Large enough to run in parallel: column panels narrowed until they divide
+    among the threads (2200 columns: 3 panels of 1024 on 2 threads become 4),
+    rows split where columns cannot be (100 columns), batches counted in."""
+    text = f"""
+func.func @f(%x: tensor<{batches}x?x64xf32>, %w: tensor<{batches}x64x{columns}xf32>) -> tensor<{batches}x?x{columns}xf32> {{
+  %p = braze.bmm %x, %w : tensor<{batches}x?x64xf32>, tensor<{batches}x64x{columns}xf32> -> tensor<{batches}x?x{columns}xf32>
+  %g = braze.gelu %p : tensor<{batches}x?x{columns}xf32>
+  return %g : tensor<{batches}x?x{columns}xf32>
+}}"""
+    x, w = _inputs([(batches, "M", 64), (batches, 64, columns)], 300, torch.float32)
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        program = braze.compile_mlir(text)
+        assert program.stats["fused_gemms"] == 1
+        out = program(x, w)[0]
+    finally:
+        torch.set_num_threads(saved)
+    assert _close(out, torch.nn.functional.gelu(torch.bmm(x, w)), 2e-5)

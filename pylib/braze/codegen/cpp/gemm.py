@@ -9,8 +9,10 @@ Two forms, chosen from the shape (measured: docs/cpu.md):
   buffer, each thread its own panels, and the epilogue runs over the panel
   while it is in cache, writing the outputs and the row statistics. A
   panel is up to `PANEL_COLUMNS` columns (all of N when there are row
-  statistics) by as many rows as give each thread a panel, at most
-  `PANEL_FLOATS` floats: the BLAS packs its operands again per call, so
+  statistics) by as many rows as make the panels a multiple of the threads
+  (narrower columns first: equal shares, no thread idle while another
+  finishes a panel), at most `PANEL_FLOATS` floats: the BLAS packs its
+  operands again per call, so
   small panels lose (benchmarks/cpu/fused_gemm_variants.py, 1 thread: 64
   rows 0.64-0.76x torch.mm's speed, 256 x 256 0.79-0.91x, all rows x 1024
   columns 0.86-0.90x, against 0.85-0.90x for the GEMM plus a separate
@@ -33,6 +35,7 @@ from braze.codegen.renderer import CStyleRenderer
 from braze.errors import BrazeError
 
 PANEL_COLUMNS = 1024
+MIN_PANEL_COLUMNS = 64
 PANEL_FLOATS = 1 << 20  # 4 MiB of f32 per thread's panel
 GEMV_ROWS = 16
 # Below this many multiply-adds a fused GEMM runs on one thread.
@@ -260,13 +263,26 @@ class GemmRenderer:
         rhs_offset = "c0 * ldb" if a.transpose_rhs else "c0"
         out = [
             f"  const int64_t batches = {batches};",
-            # Row statistics need whole rows in a panel.
-            f"  const int64_t panel_cols = std::max<int64_t>(1, "
-            + (f"{n});" if a.kinds else f"std::min<int64_t>({PANEL_COLUMNS}, {n}));"),
-            f"  const int64_t col_panels = ({n} + panel_cols - 1) / panel_cols;",
-            "  // Rows per panel: enough panels for every thread, each at most PANEL_FLOATS floats.",
-            "  const int64_t split = std::max<int64_t>(1, (omp_get_max_threads() + batches * col_panels - 1)"
-            " / std::max<int64_t>(1, batches * col_panels));",
+            "  const int64_t threads = std::max<int64_t>(1, omp_get_max_threads());",
+        ]
+        if a.kinds:  # row statistics need whole rows in a panel
+            out.append("  const int64_t col_panels = 1;")
+        else:
+            out += [
+                f"  int64_t col_panels = ({n} + {PANEL_COLUMNS - 1}) / {PANEL_COLUMNS};",
+                "  // Panels that do not divide among the threads leave some idle for a whole panel (3 panels",
+                "  // of 1024 columns on 2 threads: 2 against 1): then narrower ones that do, of 64 columns or more.",
+                "  if (batches * col_panels % threads != 0) {",
+                "    const int64_t even = ((batches * col_panels + threads - 1) / threads * threads + batches - 1)"
+                " / batches;",
+                f"    if ({n} / even >= {MIN_PANEL_COLUMNS}) col_panels = even;",
+                "  }",
+            ]
+        out += [
+            f"  const int64_t panel_cols = std::max<int64_t>(1, ({n} + col_panels - 1) / col_panels);",
+            "  // Rows per panel: the tasks a multiple of the threads, each panel at most PANEL_FLOATS floats.",
+            "  int64_t split = 1;",
+            "  while (batches * col_panels * split % threads != 0) ++split;",
             f"  const int64_t panel_rows = std::max<int64_t>(1, std::min<int64_t>(({m} + split - 1) / split,"
             f" std::max<int64_t>(64, {PANEL_FLOATS} / panel_cols)));",
             f"  const int64_t row_panels = ({m} + panel_rows - 1) / panel_rows;",
