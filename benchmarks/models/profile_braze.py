@@ -129,6 +129,7 @@ def main(argv=None) -> int:
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--json", default=None, help="write the rows here")
     p.add_argument("--kernel-source", action="store_true", help="print the C++ of the 3 slowest kernels")
+    p.add_argument("--options", default="{}", help='braze.compile options as JSON, e.g. \'{"fold_layouts": false}\'')
     a = p.parse_args(argv)
 
     os.environ.setdefault("BRAZE_CACHE_DIR", os.path.join(tempfile.mkdtemp(prefix="braze-prof-"), "braze"))
@@ -144,7 +145,7 @@ def main(argv=None) -> int:
         size = dataclasses.replace(size, sequence=a.sequence)
     model, args, kwargs = zoo.BY_NAME[a.model].make(size)
     with torch.no_grad():
-        compiled = braze.compile(model, args, kwargs=kwargs)
+        compiled = braze.compile(model, args, kwargs=kwargs, options=json.loads(a.options))
 
         def eager():
             return model(*args, **kwargs)
