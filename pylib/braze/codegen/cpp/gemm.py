@@ -12,11 +12,10 @@ Two forms, chosen from the shape (measured: docs/cpu.md):
   statistics) by as many rows as make the panels a multiple of the threads
   (narrower columns first: equal shares, no thread idle while another
   finishes a panel), at most `PANEL_FLOATS` floats: the BLAS packs its
-  operands again per call, so
-  small panels lose (benchmarks/cpu/fused_gemm_variants.py, 1 thread: 64
-  rows 0.64-0.76x torch.mm's speed, 256 x 256 0.79-0.91x, all rows x 1024
-  columns 0.86-0.90x, against 0.85-0.90x for the GEMM plus a separate
-  epilogue).
+  operands again per call, so small panels lose
+  (benchmarks/cpu/fused_gemm_variants.py, 1 thread: 64 rows 0.64-0.76x
+  torch.mm's speed, 256 x 256 0.79-0.91x, all rows x 1024 columns
+  0.86-0.90x, against 0.85-0.90x for the GEMM plus a separate epilogue).
 * GEMV (a static M of at most `GEMV_ROWS`, no row statistics: decode
   shapes): each row of the weight is read once for all M rows of the
   input, the threads splitting N, and the epilogue runs per element.
