@@ -572,9 +572,13 @@ def BrazeComboKernels : Pass<"braze-combo-kernels", "mlir::func::FuncOp"> {
     `max-arguments` buffer arguments (inputs and results; a target with
     fewer argument slots sets less), when the bytes the group's inputs and
     results hold together (all live during the launch) would pass
-    `max-live-bytes`, or when it would mix pointwise kernels and reductions
-    without `per-sub-kernel-blocks`. An op with side effects ends every open
-    group (nothing moves across it).
+    `max-live-bytes`, when it would mix pointwise kernels and reductions
+    without `per-sub-kernel-blocks`, or when one side reads only constants
+    and parameters (through pure ops) and the other does not: the executor
+    runs the first kind once, when the program is built (a batch norm's
+    scale and shift), and in a combo with per-call kernels it would run on
+    every call. An op with side effects ends every open group (nothing
+    moves across it).
 
     Each sub-kernel keeps its own blocks: `block` = `pointwise-block` points
     per work item without reductions; with reductions `rblock` is the

@@ -15,6 +15,7 @@
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/MathExtras.h"
 
 #define DEBUG_TYPE "braze-combo-kernels"
@@ -48,6 +49,9 @@ struct KernelFacts {
   int64_t block = 1, rblock = 0, cost = 1;
   llvm::SmallSetVector<Value, 8> buffers; // inputs and results
   int64_t bytes = 0;                       // of those buffers
+  // Reads only constants and parameters, through pure ops: the executor
+  // runs it once, when the program is built, not on every call.
+  bool invariant = false;
 };
 
 int64_t extentOf(int64_t extent, int64_t dynamicExtent) {
@@ -160,6 +164,9 @@ public:
     for (Operation &op : block) {
       auto kernel = dyn_cast<KernelOp>(op);
       llvm::BitVector needs = kernelAncestors(&op, kernel != nullptr);
+      bool callInvariant = isCallInvariant(&op);
+      if (callInvariant)
+        invariantOps.insert(&op);
       if (!kernel) {
         if (!isMemoryEffectFree(&op) && !op.hasTrait<OpTrait::IsTerminator>())
           open.clear(); // nothing moves across an op with side effects
@@ -167,6 +174,7 @@ public:
       }
       unsigned number = kernels.size();
       kernels.push_back(factsOf(kernel, limits));
+      kernels.back().invariant = callInvariant;
       groupOf.push_back(-1);
       ancestors.push_back(needs);
       std::string reason = standaloneReason(kernels.back());
@@ -221,6 +229,25 @@ public:
   }
 
 private:
+  /// Whether `op` computes the same on every call: it is pure and reads only
+  /// values of such ops of this block (constants and parameters at the
+  /// roots), nothing an argument or a side effect reaches.
+  bool isCallInvariant(Operation *op) {
+    if (!isMemoryEffectFree(op) || op->hasTrait<OpTrait::IsTerminator>())
+      return false;
+    bool invariant = true;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands()) {
+        if (op->isAncestor(operand.getParentRegion()->getParentOp()))
+          continue; // defined inside `op`
+        Operation *producer = operand.getDefiningOp();
+        invariant &= producer && producer->getBlock() == &block &&
+                     invariantOps.contains(producer);
+      }
+    });
+    return invariant;
+  }
+
   /// The kernels (by number) that `op` depends on through any chain; it
   /// records them, and the op itself when `isKernel` (the next kernel
   /// number), as what a user of the op depends on.
@@ -295,6 +322,14 @@ private:
   std::string refusalReason(unsigned group, unsigned number) {
     const KernelFacts &facts = kernels[number];
     auto &members = groups[group];
+    if (kernels[members.front()].invariant != facts.invariant)
+      return facts.invariant
+                 ? std::string("it reads only constants and parameters (it "
+                               "runs once, when the program is built) and "
+                               "the group runs on every call")
+                 : std::string("the group reads only constants and "
+                               "parameters (it runs once, when the program "
+                               "is built) and it runs on every call");
     if (static_cast<int64_t>(members.size()) >= limits.maxSubKernels)
       return "the group has " + std::to_string(members.size()) +
              " sub-kernels (max-sub-kernels " +
@@ -434,6 +469,7 @@ private:
   SmallVector<SmallVector<unsigned>> groups;     // group -> member kernels
   SmallVector<unsigned> open;                    // groups kernels may join
   llvm::DenseMap<Operation *, llvm::BitVector> reached; // op -> kernels it needs (and itself)
+  llvm::SmallPtrSet<Operation *, 32> invariantOps; // the same on every call
 };
 
 struct BrazeComboKernelsPass

@@ -166,3 +166,47 @@ func.func @dynamic(%x: tensor<?x8xf32>, %y: tensor<8xf32>, %z: tensor<8xf32>) ->
   %c = braze.tanh %r : tensor<8xf32>
   return %a, %b, %c : tensor<?x8xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Tests that kernels reading only parameters and constants (a batch norm's
+// scale and shift, which the executor computes once when the program is
+// built) group among themselves, never with kernels that run on every call:
+// in one combo they would run on every call too. A kernel reading a
+// parameter and an argument runs on every call; so does one reading an op
+// with side effects, even on parameters only.
+// CHECK-LABEL: func.func @invariant
+// CHECK: %[[W:.*]] = braze.parameter "bn.weight"
+// CHECK: %[[P:.*]]:2 = braze.combo
+// CHECK: braze.kernel ins(%{{.*}} : tensor<16xf32>)
+// CHECK: math.rsqrt
+// CHECK: braze.kernel ins(%[[W]] : tensor<16xf32>)
+// CHECK: arith.negf
+// CHECK: %[[C:.*]]:2 = braze.combo
+// CHECK: braze.kernel ins(%arg0 : tensor<16xf32>)
+// CHECK: math.exp
+// CHECK: braze.kernel ins(%arg0, %[[W]] : tensor<16xf32>, tensor<16xf32>)
+// CHECK: braze.extern
+// CHECK-NOT: braze.combo
+// CHECK: return %[[C]]#0, %[[P]]#0, %[[P]]#1, %[[C]]#1
+func.func @invariant(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %var = braze.parameter "bn.var" : tensor<16xf32>
+  %weight = braze.parameter "bn.weight" : tensor<16xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 2 kernels (dispatch round_robin)}}
+  %a = braze.exp %x : tensor<16xf32>
+  // expected-remark @+2 {{not grouped with kernel #0: it reads only constants and parameters (it runs once, when the program is built) and the group runs on every call}}
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 2 kernels (dispatch round_robin)}}
+  %s = braze.rsqrt %var : tensor<16xf32>
+  // expected-remark @+2 {{not grouped with kernel #0: it reads only constants and parameters (it runs once, when the program is built) and the group runs on every call}}
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 2 kernels (dispatch round_robin)}}
+  %n = braze.neg %weight : tensor<16xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 2 kernels (dispatch round_robin)}}
+  %m = braze.mul %x, %weight : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+  %r = braze.extern "aten.cumsum.default" (%var) args [0 : index, 0] : (tensor<16xf32>) -> tensor<16xf32>
+  // expected-remark @+1 {{stays standalone: no independent kernel to group with}}
+  %t = braze.tanh %r : tensor<16xf32>
+  // expected-remark @+2 {{not grouped with kernel #4: it reads only constants and parameters (it runs once, when the program is built) and the group runs on every call}}
+  // expected-remark @+1 {{stays standalone: no independent kernel to group with}}
+  %u = braze.exp %weight : tensor<16xf32>
+  return %a, %s, %n, %m, %t, %u : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}

@@ -63,6 +63,24 @@ def test_batch_norm_fuses_with_the_activation_and_residual():
     assert compiled.stats["convolutions"] == 2 and compiled.stats["kernels"] == 2
 
 
+def test_batch_norm_scales_are_computed_once():
+    """Ten normalizations: their scales and shifts (parameters only) are
+    computed when the program is built, never grouped into a combo with a
+    kernel that runs on every call (which would run them on every call)."""
+    stages = []
+    for _ in range(10):
+        stages += [nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU()]
+    model = nn.Sequential(*stages).eval()
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.BatchNorm2d):
+                module.running_var.uniform_(0.5, 2.0)
+                module.weight.normal_(1, 0.2)
+    compiled = _check(model, torch.randn(2, 4, 6, 6))
+    # One kernel per normalization's epilogue, each its own launch.
+    assert compiled.stats["kernels"] == 10 and compiled.stats["launches"] == 10
+
+
 def _check_dynamic_batch(model, example: torch.Tensor):
     """One compile with a dynamic batch, checked at batches 1 and 5."""
     batch = torch.export.Dim("batch", min=1, max=16)
