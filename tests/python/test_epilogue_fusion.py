@@ -233,6 +233,65 @@ func.func @f(%x: tensor<{rows}x19xf32>, %w: tensor<19x21xf32>, %sa: tensor<f32>,
             assert _close(out, e, 2e-5)
 
 
+@pytest.fixture(scope="module")
+def plan_panels(tmp_path_factory):
+    """The fused GEMM's panel plan (bz_plan_panels, bz_panel_rows), compiled
+    alone: (batches, m, n, threads, whole_rows) -> (col_panels, cols, row
+    panels' (first, count)), as the generated C++ computes them."""
+    import ctypes
+
+    from braze.codegen.cpp import gemm
+    from braze.codegen.cpp.emitter import PRELUDE
+    from braze.runtime.native_cache import NativeCache
+    from braze.target.cpu import compile_flags
+
+    source = "\n".join([PRELUDE, "#include <algorithm>\n#include <cstdlib>", gemm.GEMM_PRELUDE, f"""
+extern "C" int64_t plan(int64_t batches, int64_t m, int64_t n, int64_t threads, int whole_rows, int64_t* out) {{
+  const bz_panels p = bz_plan_panels(batches, m, n, threads, whole_rows, {gemm.PANEL_COLUMNS},
+                                     {gemm.MIN_PANEL_COLUMNS}, {gemm.PANEL_FLOATS});
+  out[0] = p.col_panels; out[1] = p.cols; out[2] = p.rows; out[3] = p.tasks;
+  for (int64_t r = 0; r < p.row_panels; ++r) bz_panel_rows(r, m, p.row_panels, &out[4 + 2 * r], &out[5 + 2 * r]);
+  return p.row_panels;
+}}"""])
+    library = NativeCache(directory=tmp_path_factory.mktemp("panels"), flags=tuple(compile_flags())).load(source)
+
+    def run(batches, m, n, threads, whole_rows=False):
+        out = (ctypes.c_int64 * 4100)()
+        row_panels = library.plan(*(ctypes.c_int64(v) for v in (batches, m, n, threads)), int(whole_rows), out)
+        rows = [(out[4 + 2 * r], out[5 + 2 * r]) for r in range(row_panels)]
+        return out[0], out[1], out[2], out[3], rows
+
+    return run
+
+
+@pytest.mark.parametrize("batches,m,n", [(1, 6272, 384), (1, 394, 3072), (1, 394, 2304), (3, 300, 2200),
+                                         (1, 1, 4096), (2, 7, 100), (1, 0, 256), (12, 197, 64)])
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+@pytest.mark.parametrize("whole_rows", [False, True])
+def test_panel_plan_balances_threads(plan_panels, batches, m, n, threads, whole_rows):
+    """Every row and column in exactly one panel, no panel over the size cap
+    (beyond 64 rows), tasks a multiple of the threads unless rows run out,
+    and equal work per thread under OpenMP's static schedule (6272 rows on 2
+    threads were panels of 5461 and 811 rows: one thread did 87%)."""
+    from braze.codegen.cpp import gemm
+
+    col_panels, cols, largest_rows, tasks, rows = plan_panels(batches, m, n, threads, whole_rows)
+    assert tasks == batches * col_panels * len(rows)
+    assert col_panels == 1 if whole_rows else (col_panels - 1) * cols < n <= col_panels * cols
+    covered = [first + r for first, count in rows for r in range(count)]
+    assert covered == list(range(m))
+    counts = [count for _, count in rows]
+    assert max(counts) - min(counts) <= 1 and largest_rows == max(1, max(counts))
+    assert max(counts) <= max(64, gemm.PANEL_FLOATS // cols)
+    if len(rows) < m:  # rows left to split: the tasks divide among the threads
+        assert tasks % threads == 0
+        per_thread = tasks // threads  # static schedule: contiguous, equal chunks
+        widths = [min(cols, n - c * cols) for c in range(col_panels)]
+        work = [sum(counts[(t // col_panels) % len(rows)] * widths[t % col_panels]
+                    for t in range(w * per_thread, (w + 1) * per_thread)) for w in range(threads)]
+        assert max(work) - min(work) <= max(widths) * per_thread
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("batches,columns", [(1, 2200), (3, 2200), (1, 100)])
 def test_panels_share_out_among_threads(threads, batches, columns):

@@ -77,6 +77,36 @@ static inline void bz_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, co
                            const double* b, int64_t ldb, double* c, int64_t ldc) {
   bz_gemm_cm(bz_dgemm, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
 }
+// How a fused GEMM's C (batches of m x n) splits into panels, one task each: column panels of at most
+// max_cols columns, narrowed (to min_cols or more) until the tasks divide among the threads (3 panels of
+// 1024 columns on 2 threads leave one idle for a panel); then row panels of at most max_floats / cols rows
+// (64 or more), as many more as make the tasks a multiple of the threads. whole_rows: one column panel.
+struct bz_panels {
+  int64_t col_panels, cols, row_panels, rows, tasks;  // cols, rows: the largest panel's
+};
+static inline bz_panels bz_plan_panels(int64_t batches, int64_t m, int64_t n, int64_t threads, bool whole_rows,
+                                       int64_t max_cols, int64_t min_cols, int64_t max_floats) {
+  bz_panels plan;
+  plan.col_panels = whole_rows ? 1 : std::max<int64_t>(1, (n + max_cols - 1) / max_cols);
+  if (!whole_rows && batches * plan.col_panels % threads != 0) {
+    const int64_t even = ((batches * plan.col_panels + threads - 1) / threads * threads + batches - 1) / batches;
+    if (n / even >= min_cols) plan.col_panels = even;
+  }
+  plan.cols = std::max<int64_t>(1, (n + plan.col_panels - 1) / plan.col_panels);
+  const int64_t max_rows = std::max<int64_t>(64, max_floats / plan.cols);
+  plan.row_panels = std::max<int64_t>(1, (m + max_rows - 1) / max_rows);
+  while (batches * plan.col_panels * plan.row_panels % threads != 0 && plan.row_panels < m) ++plan.row_panels;
+  plan.rows = std::max<int64_t>(1, (m + plan.row_panels - 1) / plan.row_panels);
+  plan.tasks = batches * plan.row_panels * plan.col_panels;
+  return plan;
+}
+// The rows [*first, *first + *count) of row panel `panel` of `panels` over m rows. Panels differ by one row
+// at most: a short last panel (811 rows after two of 5461, 6272 rows on 2 threads) left one thread with
+// most of the work.
+static inline void bz_panel_rows(int64_t panel, int64_t m, int64_t panels, int64_t* first, int64_t* count) {
+  *first = panel * m / panels;
+  *count = (panel + 1) * m / panels - *first;
+}
 // f16/bf16 (uint16_t storage) into a float C, through MKL's row-major CBLAS.
 static inline void bz_gemm_half(bz_hgemm_fn gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                                 const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float* c,
@@ -264,28 +294,12 @@ class GemmRenderer:
             f"  const int64_t batches = {batches};",
             "  const int64_t threads = std::max<int64_t>(1, omp_get_max_threads());",
         ]
-        if a.kinds:  # row statistics need whole rows in a panel
-            out.append("  const int64_t col_panels = 1;")
-        else:
-            out += [
-                f"  int64_t col_panels = ({n} + {PANEL_COLUMNS - 1}) / {PANEL_COLUMNS};",
-                "  // Panels that do not divide among the threads leave some idle for a whole panel (3 panels",
-                "  // of 1024 columns on 2 threads: 2 against 1): then narrower ones that do, of 64 columns or more.",
-                "  if (batches * col_panels % threads != 0) {",
-                "    const int64_t even = ((batches * col_panels + threads - 1) / threads * threads + batches - 1)"
-                " / batches;",
-                f"    if ({n} / even >= {MIN_PANEL_COLUMNS}) col_panels = even;",
-                "  }",
-            ]
+        whole_rows = "true" if a.kinds else "false"  # row statistics need whole rows in a panel
         out += [
-            f"  const int64_t panel_cols = std::max<int64_t>(1, ({n} + col_panels - 1) / col_panels);",
-            "  // Rows per panel: the tasks a multiple of the threads, each panel at most PANEL_FLOATS floats.",
-            "  int64_t split = 1;",
-            "  while (batches * col_panels * split % threads != 0) ++split;",
-            f"  const int64_t panel_rows = std::max<int64_t>(1, std::min<int64_t>(({m} + split - 1) / split,"
-            f" std::max<int64_t>(64, {PANEL_FLOATS} / panel_cols)));",
-            f"  const int64_t row_panels = ({m} + panel_rows - 1) / panel_rows;",
-            "  const int64_t tasks = batches * row_panels * col_panels;",
+            f"  const bz_panels plan = bz_plan_panels(batches, {m}, {n}, threads, {whole_rows}, {PANEL_COLUMNS}, "
+            f"{MIN_PANEL_COLUMNS}, {PANEL_FLOATS});",
+            "  const int64_t col_panels = plan.col_panels, panel_cols = plan.cols, row_panels = plan.row_panels;",
+            "  const int64_t panel_rows = plan.rows, tasks = plan.tasks;",
             f"  #pragma omp parallel if(tasks > 1 && {m} * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
             "  {",
             f"    {acc_c}* acc = ({acc_c}*)std::malloc(sizeof({acc_c}) * panel_rows * panel_cols);",
@@ -298,7 +312,8 @@ class GemmRenderer:
         out += [f"      const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
         out += ["      " + line for line in self._batch_offsets()]
         out += [
-            f"      const int64_t m0 = pr * panel_rows, rows = std::min<int64_t>(panel_rows, {m} - m0);",
+            "      int64_t m0, rows;",
+            f"      bz_panel_rows(pr, {m}, row_panels, &m0, &rows);",
             f"      const int64_t c0 = pc * panel_cols, cols = std::min<int64_t>(panel_cols, {n} - c0);",
             f"      const auto* lhs = in0 + base0 + {lhs_offset};",
             f"      const auto* rhs = in1 + base1 + {rhs_offset};",
