@@ -12,7 +12,7 @@
 #include "Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace braze {
 #define GEN_PASS_DEF_BRAZECHANNELSLAST
@@ -23,9 +23,8 @@ using namespace mlir;
 using namespace braze;
 
 namespace {
-// Logical NCHW to the NHWC order channels-last memory holds it in, and back.
+// Logical NCHW dims in the NHWC order channels-last memory holds them in.
 constexpr int64_t toLast[] = {0, 2, 3, 1};
-constexpr int64_t toFirst[] = {0, 3, 1, 2};
 
 RankedTensorType permuted(RankedTensorType type, ArrayRef<int64_t> order) {
   SmallVector<int64_t> shape;
@@ -39,112 +38,243 @@ bool isRank4(Type type) {
   return tensor && tensor.getRank() == 4;
 }
 
-/// Makes the kernel iterate and write in NHWC order: domain dim k becomes
-/// the old dim toLast[k], every rank-4 tensor it reads or writes is seen
-/// through a permutation to NHWC (a view of a channels-last tensor) and its
-/// accesses list their indices in that order. The body's values are the
-/// same at every point; only the order of the points changes (and of no
-/// reduction's points: see keepsReductionOrder).
-void permuteKernel(KernelOp kernel, SmallVectorImpl<Value> &lastValues) {
+SmallVector<int64_t> inverse(ArrayRef<int64_t> order) {
+  SmallVector<int64_t> result(order.size());
+  for (auto [position, dim] : llvm::enumerate(order))
+    result[dim] = position;
+  return result;
+}
+
+bool isIdentity(ArrayRef<int64_t> order) {
+  for (auto [position, dim] : llvm::enumerate(order))
+    if (static_cast<int64_t>(position) != dim)
+      return false;
+  return true;
+}
+
+/// The domain dim each index of `access` is (the access lists the kernel's
+/// index arguments, each once), or nothing.
+std::optional<SmallVector<int64_t>> domainDims(KernelOp kernel,
+                                               OperandRange access) {
+  unsigned rank = kernel.getRank();
+  SmallVector<int64_t> dims;
+  for (Value index : access) {
+    auto argument = dyn_cast<BlockArgument>(index);
+    if (!argument || argument.getOwner() != &kernel.getBody().front() ||
+        argument.getArgNumber() >= rank ||
+        llvm::is_contained(dims, argument.getArgNumber()))
+      return std::nullopt;
+    dims.push_back(argument.getArgNumber());
+  }
+  return dims;
+}
+
+/// Rank-4 values whose memory order this pass knows: value -> its logical
+/// dims from the outermost in memory to the innermost. A convolution's
+/// result (logical NCHW in channels-last memory) holds them in toLast
+/// order; a kernel's result, in the order it iterates them.
+using MemoryOrders = llvm::DenseMap<Value, SmallVector<int64_t, 4>>;
+
+/// The order in which `kernel` should iterate its domain (new dim k is old
+/// dim order[k]): the memory order of its first known input, as the
+/// kernel's reads of it name the domain's dims. A convolution's result read
+/// at [d0, d1, d2, d3] (the domain in NCHW order, as lowered) gives toLast;
+/// read at [d0, d3, d1, d2] (a LayerNorm over channels after a permute to
+/// NHWC that braze-fold-layouts absorbed) the order the domain has. Where no
+/// read names the domain's dims, the input's own memory order.
+SmallVector<int64_t> iterationOrder(KernelOp kernel,
+                                    const MemoryOrders &memory) {
+  std::optional<SmallVector<int64_t>> fallback;
+  for (auto [number, input] : llvm::enumerate(kernel.getInputs())) {
+    auto known = memory.find(input);
+    if (known == memory.end())
+      continue;
+    for (Operation *user : kernel.getInputArgument(number).getUsers()) {
+      auto extract = dyn_cast<tensor::ExtractOp>(user);
+      std::optional<SmallVector<int64_t>> dims;
+      if (extract && (dims = domainDims(kernel, extract.getIndices()))) {
+        SmallVector<int64_t> order;
+        for (int64_t dim : known->second)
+          order.push_back((*dims)[dim]);
+        return order;
+      }
+    }
+    if (!fallback)
+      fallback = SmallVector<int64_t>(ArrayRef<int64_t>(known->second));
+  }
+  return *fallback;
+}
+
+/// Whether every store of result `number` writes it at the domain's indices
+/// in order (its dims are the domain's; a dim of extent 1 at any index).
+bool storesInOrder(KernelOp kernel, unsigned number) {
+  Block &body = kernel.getBody().front();
+  auto type = cast<RankedTensorType>(kernel->getResult(number).getType());
+  bool inOrder = true;
+  body.walk([&](StoreOp store) {
+    if (store.getResult() != number)
+      return;
+    for (auto [dim, index] : llvm::enumerate(store.getIndices()))
+      inOrder &= type.getDimSize(dim) == 1 || index == body.getArgument(dim);
+  });
+  return inOrder;
+}
+
+/// Makes the kernel iterate in `order` (domain dim k becomes the old dim
+/// order[k]) and read each input of known memory order through its view in
+/// that order (contiguous), each access listing its indices in that order.
+/// Another rank-4 input read other than at the new domain's indices in
+/// order is seen through a permutation by `order`; each rank-4 result is
+/// written in the new domain's order and handed on through the inverse
+/// permutation (channels-last when `order` is toLast). Records the memory
+/// order of the results written at the domain's indices. The body's values
+/// are the same at every point; only the order of the points changes (and
+/// of no reduction's points: see keepsReductionOrder).
+void permuteKernel(KernelOp kernel, ArrayRef<int64_t> order,
+                   MemoryOrders &memory, SmallVectorImpl<Value> &permutedBack) {
   Block &body = kernel.getBody().front();
   unsigned rank = kernel.getRank(); // 4
   Location loc = kernel.getLoc();
   OpBuilder builder(kernel);
+  bool reorders = !isIdentity(order);
 
+  // Per rank-4 input argument, the permutation its view applies.
+  llvm::DenseMap<Value, SmallVector<int64_t, 4>> views;
   SmallVector<Value> inputs(kernel.getInputs());
   for (auto [number, input] : llvm::enumerate(inputs)) {
     if (!isRank4(input.getType()))
       continue;
-    auto type = permuted(cast<RankedTensorType>(input.getType()), toLast);
-    // A result this pass permuted back to NCHW is read in NHWC as written.
+    BlockArgument argument = kernel.getInputArgument(number);
+    SmallVector<int64_t, 4> view;
+    if (auto known = memory.find(input); known != memory.end()) {
+      view = known->second;
+    } else {
+      // Read at the new domain's indices in order already: as it is.
+      bool inOrder = llvm::all_of(argument.getUsers(), [&](Operation *user) {
+        auto extract = dyn_cast<tensor::ExtractOp>(user);
+        std::optional<SmallVector<int64_t>> dims;
+        if (extract)
+          dims = domainDims(kernel, extract.getIndices());
+        return dims && ArrayRef<int64_t>(*dims) == order;
+      });
+      if (!inOrder)
+        view.assign(order.begin(), order.end());
+    }
+    if (view.empty() || isIdentity(view))
+      continue;
+    auto type = permuted(cast<RankedTensorType>(input.getType()), view);
+    // A result this pass permuted back is read as written.
     auto back = input.getDefiningOp<PermuteOp>();
-    if (back && back.getPermutation() == ArrayRef<int64_t>(toFirst) &&
+    if (back && back.getPermutation() == ArrayRef<int64_t>(inverse(view)) &&
         back.getInput().getType() == type)
       input = back.getInput();
     else
       input = PermuteOp::create(builder, loc, type, input,
-                                builder.getDenseI64ArrayAttr(toLast));
-    kernel.getInputArgument(number).setType(type);
+                                builder.getDenseI64ArrayAttr(view));
+    argument.setType(type);
+    views[argument] = view;
   }
   kernel.getInputsMutable().assign(inputs);
 
-  // New index and extent arguments in NHWC order, then the old ones go.
-  for (unsigned k = 0; k < rank; ++k)
-    body.insertArgument(k, builder.getIndexType(), loc);
-  for (unsigned k = 0; k < rank; ++k)
-    body.insertArgument(2 * rank + k, builder.getIndexType(), loc);
-  for (unsigned k = 0; k < rank; ++k) {
-    body.getArgument(rank + toLast[k]).replaceAllUsesWith(body.getArgument(k));
-    body.getArgument(3 * rank + toLast[k])
-        .replaceAllUsesWith(body.getArgument(2 * rank + k));
-  }
-  // Now: new indices, old indices, new extents, old extents, inputs.
-  for (unsigned k = 0; k < rank; ++k)
-    body.eraseArgument(3 * rank);
-  for (unsigned k = 0; k < rank; ++k)
-    body.eraseArgument(rank);
-
-  // Accesses of rank-4 tensors list their indices in NHWC order.
+  // Accesses of the viewed inputs and of rank-4 results list their indices
+  // in the view's order.
   body.walk([&](Operation *op) {
     OperandRange indices = {nullptr, 0};
+    ArrayRef<int64_t> view;
     if (auto extract = dyn_cast<tensor::ExtractOp>(op);
-        extract && isRank4(extract.getTensor().getType()))
+        extract && views.count(extract.getTensor())) {
       indices = extract.getIndices();
-    else if (auto store = dyn_cast<StoreOp>(op);
-             store && isRank4(kernel->getResult(store.getResult()).getType()))
+      view = views.find(extract.getTensor())->second;
+    } else if (auto store = dyn_cast<StoreOp>(op);
+               store && reorders &&
+               isRank4(kernel->getResult(store.getResult()).getType())) {
       indices = store.getIndices();
+      view = order;
+    }
     if (indices.empty())
       return;
     SmallVector<Value> old(indices);
     unsigned first = indices.getBeginOperandIndex();
     for (unsigned k = 0; k < rank; ++k)
-      op->setOperand(first + k, old[toLast[k]]);
+      op->setOperand(first + k, old[view[k]]);
   });
 
-  SmallVector<int64_t> domain, oldDomain(kernel.getStaticDomain());
-  SmallVector<Value> dynamicDomain, oldDynamic(kernel.getDynamicDomain());
-  SmallVector<Value> dynamicOf(rank);
-  for (unsigned dim = 0, seen = 0; dim < rank; ++dim)
-    if (ShapedType::isDynamic(oldDomain[dim]))
-      dynamicOf[dim] = oldDynamic[seen++];
-  for (int64_t dim : toLast) {
-    domain.push_back(oldDomain[dim]);
-    if (dynamicOf[dim])
-      dynamicDomain.push_back(dynamicOf[dim]);
+  if (reorders) {
+    // New index and extent arguments in the new order, then the old ones go.
+    for (unsigned k = 0; k < rank; ++k)
+      body.insertArgument(k, builder.getIndexType(), loc);
+    for (unsigned k = 0; k < rank; ++k)
+      body.insertArgument(2 * rank + k, builder.getIndexType(), loc);
+    for (unsigned k = 0; k < rank; ++k) {
+      body.getArgument(rank + order[k]).replaceAllUsesWith(body.getArgument(k));
+      body.getArgument(3 * rank + order[k])
+          .replaceAllUsesWith(body.getArgument(2 * rank + k));
+    }
+    // Now: new indices, old indices, new extents, old extents, inputs.
+    for (unsigned k = 0; k < rank; ++k)
+      body.eraseArgument(3 * rank);
+    for (unsigned k = 0; k < rank; ++k)
+      body.eraseArgument(rank);
+
+    SmallVector<int64_t> domain, oldDomain(kernel.getStaticDomain());
+    SmallVector<Value> dynamicDomain, oldDynamic(kernel.getDynamicDomain());
+    SmallVector<Value> dynamicOf(rank);
+    for (unsigned dim = 0, seen = 0; dim < rank; ++dim)
+      if (ShapedType::isDynamic(oldDomain[dim]))
+        dynamicOf[dim] = oldDynamic[seen++];
+    for (int64_t dim : order) {
+      domain.push_back(oldDomain[dim]);
+      if (dynamicOf[dim])
+        dynamicDomain.push_back(dynamicOf[dim]);
+    }
+    SmallVector<int64_t> reduce, position = inverse(order);
+    for (int64_t dim : kernel.getReduce())
+      reduce.push_back(position[dim]); // where old dim `dim` now is
+    llvm::sort(reduce);
+    kernel.setStaticDomain(domain);
+    kernel.setReduce(reduce);
+    kernel.getDynamicDomainMutable().assign(dynamicDomain);
   }
-  SmallVector<int64_t> reduce;
-  for (int64_t dim : kernel.getReduce())
-    reduce.push_back(toFirst[dim]); // where old dim `dim` now is
-  llvm::sort(reduce);
-  kernel.setStaticDomain(domain);
-  kernel.setReduce(reduce);
-  kernel.getDynamicDomainMutable().assign(dynamicDomain);
 
   builder.setInsertionPointAfter(kernel);
   for (OpResult result : kernel->getResults()) {
     if (!isRank4(result.getType()))
       continue;
+    bool inOrder = storesInOrder(kernel, result.getResultNumber());
+    if (!reorders) {
+      if (inOrder)
+        memory[result].assign(order.begin(), order.end());
+      continue;
+    }
     auto original = cast<RankedTensorType>(result.getType());
-    result.setType(permuted(original, toLast));
+    result.setType(permuted(original, order));
     auto back = PermuteOp::create(builder, loc, original, result,
-                                  builder.getDenseI64ArrayAttr(toFirst));
+                                  builder.getDenseI64ArrayAttr(inverse(order)));
     result.replaceAllUsesExcept(back.getResult(), back);
-    lastValues.push_back(back);
+    if (inOrder)
+      memory[back].assign(order.begin(), order.end());
+    permutedBack.push_back(back);
   }
 }
 
 /// Whether each reduction of `kernel` adds its points in the same order when
-/// the kernel iterates in NHWC order: the permutation only moves C behind H
-/// and W, so it does unless C is reduced together with H or W. A reduction
-/// over C alone becomes a row reduction (C innermost); one over H and W (a
-/// mean of an image, a squeeze-excitation block) a column reduction, whose
-/// innermost dim C is parallel and which the CPU emitter walks in SIMD lanes
-/// of consecutive channels.
-bool keepsReductionOrder(KernelOp kernel) {
-  ArrayRef<int64_t> reduce = kernel.getReduce();
-  bool channels = llvm::is_contained(reduce, 1);
-  bool image = llvm::is_contained(reduce, 2) || llvm::is_contained(reduce, 3);
-  return !(channels && image);
+/// the kernel iterates in `order`: the reduced dims keep their relative
+/// order. In NHWC order (C moved behind H and W) that holds unless C is
+/// reduced together with H or W: a reduction over C alone becomes a row
+/// reduction (C innermost); one over H and W (a mean of an image, a
+/// squeeze-excitation block) a column reduction, whose innermost dim C is
+/// parallel and which the CPU emitter walks in SIMD lanes of consecutive
+/// channels.
+bool keepsReductionOrder(KernelOp kernel, ArrayRef<int64_t> order) {
+  int64_t previous = -1;
+  for (int64_t dim : order) {
+    if (!llvm::is_contained(kernel.getReduce(), dim))
+      continue;
+    if (dim < previous)
+      return false;
+    previous = dim;
+  }
+  return true;
 }
 
 struct BrazeChannelsLastPass
@@ -152,35 +282,31 @@ struct BrazeChannelsLastPass
   using BrazeChannelsLastBase::BrazeChannelsLastBase;
 
   void runOnOperation() override {
-    // Values held in channels-last memory: results of the convolutions and
-    // of the kernels made to write in NHWC order.
-    llvm::DenseSet<Value> last;
-    SmallVector<Value> made, permutedBack;
-    bool any = false;
+    MemoryOrders memory;
+    SmallVector<Value> permutedBack;
     getOperation().walk([&](Operation *op) {
       if (auto convolution = dyn_cast<ConvolutionOp>(op)) {
         if (!isRank4(convolution.getInput().getType()))
           return;
         convolution.setMemoryFormat("channels_last");
-        last.insert(convolution.getResult());
+        memory[convolution.getResult()].assign(std::begin(toLast),
+                                               std::end(toLast));
         ++numConvolutions;
-        any = true;
         return;
       }
       auto kernel = dyn_cast<KernelOp>(op);
-      if (!any || !kernel || kernel.getRank() != 4 ||
-          !keepsReductionOrder(kernel) ||
+      if (!kernel || kernel.getRank() != 4 ||
           llvm::none_of(kernel.getInputs(),
-                        [&](Value input) { return last.contains(input); }))
+                        [&](Value input) { return memory.count(input); }))
         return;
-      made.clear();
-      permuteKernel(kernel, made);
-      last.insert(made.begin(), made.end());
-      permutedBack.append(made);
+      SmallVector<int64_t> order = iterationOrder(kernel, memory);
+      if (!keepsReductionOrder(kernel, order))
+        return;
+      permuteKernel(kernel, order, memory, permutedBack);
       ++numKernels;
     });
-    // Permutes back to NCHW that only reordered kernels read: they read the
-    // NHWC result instead.
+    // Permutes back that only reordered kernels read: they read the result
+    // as written instead.
     for (Value back : permutedBack)
       if (back.use_empty())
         back.getDefiningOp()->erase();

@@ -210,3 +210,55 @@ func.func @kernel_after_kernel(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32
   }
   return %b : tensor<2x8x14x14xf32>
 }
+
+// -----
+
+// Tests that a kernel iterates in the memory order of what it reads, as its
+// reads name the domain's dims: a LayerNorm over channels whose permute to
+// NHWC braze-fold-layouts absorbed (its domain walks the convolution's
+// channels-last memory in order already) keeps its order and reads the NHWC
+// view in order, its result written as it is; the residual after it, in
+// NCHW order over that NHWC result (the permute back absorbed), iterates in
+// NHWC order, reads the result and an NHWC argument as they are, and hands
+// its result to the next convolution channels-last.
+// CHECK-LABEL: func.func @memory_order
+// CHECK-SAME: %[[P:[a-z0-9]+]]: tensor<2x14x14x8xf32>
+// CHECK: %[[Y:.*]] = braze.convolution
+// CHECK: %[[V:.*]] = braze.permute %[[Y]] [0, 2, 3, 1] : tensor<2x8x14x14xf32> -> tensor<2x14x14x8xf32>
+// CHECK: %[[LN:.*]] = braze.kernel ins(%[[V]], %{{.*}} : tensor<2x14x14x8xf32>, tensor<8xf32>) domain [2, 14, 14, 8] reduce [3] : tensor<2x14x14x8xf32>
+// CHECK: ^bb0(%[[N:[a-z0-9]+]]: index, %[[H:[a-z0-9]+]]: index, %[[W:[a-z0-9]+]]: index, %[[C:[a-z0-9]+]]: index,
+// CHECK: tensor.extract %{{.*}}[%[[N]], %[[H]], %[[W]], %[[C]]] : tensor<2x14x14x8xf32>
+// CHECK: braze.store %{{.*}}, 0 [%[[N]], %[[H]], %[[W]], %[[C]]] : f32
+// CHECK-NOT: braze.permute %[[LN]]
+// CHECK: %[[V2:.*]] = braze.permute %[[Y]] [0, 2, 3, 1]
+// CHECK: %[[R:.*]] = braze.kernel ins(%[[LN]], %[[V2]], %[[P]] : tensor<2x14x14x8xf32>, tensor<2x14x14x8xf32>, tensor<2x14x14x8xf32>) domain [2, 14, 14, 8] reduce [] : tensor<2x14x14x8xf32>
+// CHECK: ^bb0(%[[N2:[a-z0-9]+]]: index, %[[H2:[a-z0-9]+]]: index, %[[W2:[a-z0-9]+]]: index, %[[C2:[a-z0-9]+]]: index,
+// CHECK: tensor.extract %{{.*}}[%[[N2]], %[[H2]], %[[W2]], %[[C2]]]
+// CHECK: tensor.extract %{{.*}}[%[[N2]], %[[H2]], %[[W2]], %[[C2]]]
+// CHECK: tensor.extract %{{.*}}[%[[N2]], %[[H2]], %[[W2]], %[[C2]]]
+// CHECK: braze.store %{{.*}}, 0 [%[[N2]], %[[H2]], %[[W2]], %[[C2]]] : f32
+// CHECK: %[[OUT:.*]] = braze.permute %[[R]] [0, 3, 1, 2] : tensor<2x14x14x8xf32> -> tensor<2x8x14x14xf32>
+// CHECK: braze.convolution %[[OUT]]
+func.func @memory_order(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>, %g: tensor<8xf32>, %p: tensor<2x14x14x8xf32>) -> tensor<2x8x14x14xf32> {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %ln = braze.kernel ins(%y, %g : tensor<2x8x14x14xf32>, tensor<8xf32>) domain [2, 14, 14, 8] reduce [3] : tensor<2x14x14x8xf32> {
+  ^bb0(%n: index, %h: index, %ww: index, %c: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x8x14x14xf32>, %gg: tensor<8xf32>):
+    %v = tensor.extract %a[%n, %c, %h, %ww] : tensor<2x8x14x14xf32>
+    %s = braze.reduce "add" %v : f32 -> f32
+    %d = arith.subf %v, %s : f32
+    %gv = tensor.extract %gg[%c] : tensor<8xf32>
+    %m = arith.mulf %d, %gv : f32
+    braze.store %m, 0 [%n, %h, %ww, %c] : f32
+  }
+  %r = braze.kernel ins(%ln, %y, %p : tensor<2x14x14x8xf32>, tensor<2x8x14x14xf32>, tensor<2x14x14x8xf32>) domain [2, 8, 14, 14] reduce [] : tensor<2x8x14x14xf32> {
+  ^bb0(%n: index, %c: index, %h: index, %ww: index, %e0: index, %e1: index, %e2: index, %e3: index, %a: tensor<2x14x14x8xf32>, %b: tensor<2x8x14x14xf32>, %pp: tensor<2x14x14x8xf32>):
+    %v = tensor.extract %a[%n, %h, %ww, %c] : tensor<2x14x14x8xf32>
+    %u = tensor.extract %b[%n, %c, %h, %ww] : tensor<2x8x14x14xf32>
+    %q = tensor.extract %pp[%n, %h, %ww, %c] : tensor<2x14x14x8xf32>
+    %s = arith.addf %v, %u : f32
+    %t = arith.addf %s, %q : f32
+    braze.store %t, 0 [%n, %c, %h, %ww] : f32
+  }
+  %z = braze.convolution %r, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  return %z : tensor<2x8x14x14xf32>
+}

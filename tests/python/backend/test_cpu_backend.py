@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import braze
+import braze.compiler  # the test patches it: loaded here, not by whichever test ran first
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "frontend"))
 from test_models import MODELS, _inputs, _model, assert_close  # noqa: E402
