@@ -64,7 +64,8 @@ def _channels_last_wins(op, margin: float, repeats: int) -> bool | None:
     arguments = convolution_arguments(op_record(op))
     key = (tuple(map(tuple, shapes)), dtype, str(arguments), _is_weight(operands[1]))
     if key not in _chosen:
-        x, w, *bias = [torch.randn(shape, dtype=dtype) for shape in shapes]
+        numbers = torch.Generator().manual_seed(0)  # not the user's random state
+        x, w, *bias = [torch.randn(shape, dtype=dtype, generator=numbers) for shape in shapes]
         bias = bias[0] if bias else None
         layout = convolution_layout(op_record(op))
         w_last = w.contiguous(memory_format=layout)

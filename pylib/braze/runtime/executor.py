@@ -254,7 +254,10 @@ def _is_fast_view(op) -> bool:
 class _ConvolutionCall(_HostCall):
     """A convolution through torch (oneDNN, cuDNN), in the memory format the
     op asks for: the input converted to it per call (unless it is in it
-    already), a constant weight once, here; the result stays in it."""
+    already), a constant weight once, here; the result stays in it. A 2-D
+    float32 convolution on the CPU with a constant weight and static sizes
+    runs on the weight reordered once, here, into oneDNN's blocked layout
+    (`_prepacked_convolution`): aten.convolution reorders it on every call."""
 
     def __init__(self, op, slots: dict, context: HostContext, template: dict):
         super().__init__(op, slots, context)
@@ -264,14 +267,52 @@ class _ConvolutionCall(_HostCall):
         weight = template.get(self.operands[1])
         if self.layout is not None and weight is not None:
             self.weight = weight.contiguous(memory_format=self.layout)
+        self.prepacked = _prepacked_convolution(self.record, self.weight, self.arguments, self.layout)
 
     def __call__(self, env: list) -> None:
         x, weight, *bias = [env[s] for s in self.operands]
         if self.layout is not None:
             x = x.contiguous(memory_format=self.layout)
+            if self.prepacked is not None:
+                env[self.results[0]] = self.prepacked(x, bias[0] if bias else None)
+                return
             weight = self.weight if self.weight is not None else weight.contiguous(memory_format=self.layout)
         result = torch.ops.aten.convolution.default(x, weight, bias[0] if bias else None, *self.arguments)
         env[self.results[0]] = result
+
+
+def _prepacked_convolution(record, weight, arguments, layout) -> Callable | None:
+    """(input, bias) -> result through oneDNN's convolution on `weight`
+    reordered once into its blocked layout, where that applies: a 2-D,
+    not transposed, float32 convolution on the CPU, channels-last, with a
+    constant weight and static sizes (the layout depends on the input's
+    size). Checked here against aten.convolution on one input; None where
+    it does not apply or the check fails (then aten.convolution runs)."""
+    stride, padding, dilation, transposed, _, groups = arguments
+    input_type = record.operand_types[0]
+    if (weight is None or layout is not torch.channels_last or transposed or weight.device.type != "cpu"
+            or weight.dtype != torch.float32 or None in input_type.shape
+            or not torch.backends.mkldnn.is_available()):
+        return None
+    try:
+        packed = torch.ops.mkldnn._reorder_convolution_weight(
+            weight, padding, stride, dilation, groups, list(input_type.shape))
+
+        def run(x, bias):
+            return torch.ops.mkldnn._convolution_pointwise(
+                x, packed, bias, padding, stride, dilation, groups, "none", [], "")
+
+        numbers = torch.Generator().manual_seed(0)  # not the user's random state
+        probe = torch.randn(input_type.shape, generator=numbers).contiguous(memory_format=layout)
+        bias = torch.randn(weight.shape[0], generator=numbers) if len(record.operand_types) > 2 else None
+        got = run(probe, bias)
+        want = torch.ops.aten.convolution.default(probe, weight, bias, *arguments)
+    except RuntimeError:  # this torch's oneDNN does not run it
+        return None
+    if got.shape != want.shape or not got.is_contiguous(memory_format=layout) or not torch.allclose(
+            got, want, rtol=1e-4, atol=1e-4 * float(want.abs().max())):
+        return None
+    return run
 
 
 class _ExternCall:

@@ -95,6 +95,49 @@ def test_dynamic_batch_convolution():
     _check_dynamic_batch(ConvBnRelu().eval(), torch.randn(2, 3, 10, 10))
 
 
+def _prepacked(compiled) -> list[bool]:
+    """Per convolution step: whether it runs on a weight prepacked for oneDNN."""
+    return [step.run.prepacked is not None for step in compiled.compiled.program.steps
+            if type(step.run).__name__ == "_ConvolutionCall"]
+
+
+@pytest.mark.parametrize("name", ["conv2d_dilated", "conv2d_grouped", "conv2d_depthwise", "conv3d",
+                                  "conv_transpose2d"])
+def test_prepacked_convolutions(name):
+    """2-D channels-last float32 convolutions with static sizes run on a
+    weight reordered once for oneDNN (strides, padding, dilation, groups,
+    depthwise); 3-D and transposed ones through aten.convolution; all match
+    eager. Building does not draw from the user's random numbers."""
+    module, shape = CONVOLUTIONS[name]
+    x = torch.randn(shape)
+    torch.manual_seed(7)
+    expected_draw = torch.randn(4)
+    torch.manual_seed(7)
+    compiled = braze.compile(module.eval(), (x,))
+    assert torch.equal(torch.randn(4), expected_draw)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), module(x), rtol=1e-4, atol=1e-5)
+    assert _prepacked(compiled) == [name.startswith("conv2d")]
+
+
+def test_prepacked_convolution_static_sizes_only():
+    """A dynamic batch keeps aten.convolution (the blocked layout depends on
+    the input's size); a weight that is an argument too."""
+    batch = torch.export.Dim("batch", min=1, max=16)
+    model = ConvBnRelu().eval()
+    dynamic = braze.compile(model, (torch.randn(2, 3, 10, 10),), dynamic_shapes=({0: batch},))
+    assert _prepacked(dynamic) == [False, False]
+    static = _check(model, torch.randn(2, 3, 10, 10))
+    assert _prepacked(static) == [True, True]
+    functional = braze.compile(WeightArgument(), (torch.randn(1, 3, 8, 8), torch.randn(4, 3, 3, 3)))
+    assert _prepacked(functional) == [False]
+
+
+class WeightArgument(nn.Module):
+    def forward(self, x, weight):
+        return F.conv2d(x, weight)
+
+
 class Pooled(nn.Module):
     """A max pool (with indices: two results) braze runs as an extern call,
     between compiled kernels."""
@@ -229,6 +272,13 @@ def test_convolution_memory_format(format_):
     dynamic = braze.export(model, (x,), dynamic_shapes=({0: batch},))
     tune_convolutions(dynamic.module.mlir_module.operation)
     assert "memory_format" not in str(dynamic)
+    # Timing draws its inputs from a generator of its own, not the user's.
+    static = braze.export(model, (torch.randn(3, 3, 11, 11),))
+    torch.manual_seed(3)
+    expected_draw = torch.randn(4)
+    torch.manual_seed(3)
+    tune_convolutions(static.module.mlir_module.operation)
+    assert torch.equal(torch.randn(4), expected_draw)
 
 
 class Block(nn.Module):
