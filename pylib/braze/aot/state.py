@@ -49,9 +49,9 @@ def _class_name(cls: type) -> str:
 def _prepared_fields(value) -> tuple[str, ...]:
     """A step's fields that `Reader` derives again (so not written): a host
     step's prepared handler (`run`, or `call` for an extern) from its op
-    record. A convolution's weight in its memory format is not kept either:
-    the loaded step converts the weight per call, because the loaded
-    weights may be swapped (braze.aot.WeightStore)."""
+    record. A convolution's weight in its memory format, or prepacked for
+    oneDNN, is not kept either: the loaded step converts the weight per
+    call, because the loaded weights may be swapped (braze.aot.WeightStore)."""
     if isinstance(value, KernelCall):
         # The kernel's analysis (MLIR types) serves GPU launchers, which
         # packages do not hold (CPU only); a CPU kernel call has what it
@@ -59,7 +59,7 @@ def _prepared_fields(value) -> tuple[str, ...]:
         return ("spec",)
     if not hasattr(value, "record"):
         return ()
-    return tuple(name for name in ("run", "call", "weight") if name in vars(value))
+    return tuple(name for name in ("run", "call", "weight", "prepacked") if name in vars(value))
 
 
 class Writer:
@@ -191,4 +191,6 @@ class Reader:
                 raise BrazeError(f"'{value.record.name}' has no prepared host-op handler in this braze")
         if "weight" in skipped:
             value.weight = None
+        if "prepacked" in skipped:
+            value.prepacked = None
         return value
