@@ -664,7 +664,7 @@ def BrazeComboKernels : Pass<"braze-combo-kernels", "mlir::func::FuncOp"> {
 //===----------------------------------------------------------------------===//
 
 def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
-  let summary = "Absorb permute, expand, slice and reshape into their consumers, so no layout is copied on the host";
+  let summary = "Absorb permute, expand, slice, reshape and concat into their consumers, so no layout is copied on the host";
   let description = [{
     At run time a permute, expand or slice is a view (its source's strides),
     and a reshape is a view where torch's stride rule allows it and a copy
@@ -683,12 +683,19 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
       stays a view the kernel reads in place, as the kernel's shape checks
       take an input read at the point's own index to have the domain's
       extent;
+    - a `braze.kernel` reads the pieces of a `braze.concat` input whose
+      pieces have static sizes along its dim (rotary embeddings'
+      rotate_half, a max pool's -inf padding) instead of the concat (a
+      host-side torch.cat): each piece becomes an input, read at the index
+      clamped into it, and a select picks the piece the index falls in;
+      the pieces' own views fold in turn (an expanded constant is read as
+      the constant);
     - a GEMM operand that a BLAS cannot read in place (no strided view has
       its layout, or neither matrix dim has unit stride), and any other
       reshape that would copy, becomes one copy `braze.kernel` that reads
       the view's source through its index map.
 
-    Views nothing reads any more are erased. A reshape whose dims do not
+    Views and concats nothing reads any more are erased. A reshape whose dims do not
     split into groups of equal size (or whose dynamic dims do not map one to
     one) has no index map and is left as it is (a remark says so).
 
@@ -716,7 +723,7 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
   ];
   let statistics = [
     Statistic<"numFoldedViews", "folded-views",
-              "Views read through a kernel's index map">,
+              "Views and concats read through a kernel's index map">,
     Statistic<"numBatchedProducts", "batched-products",
               "Batched products made to read strided batch dims">,
     Statistic<"numCopyKernels", "copy-kernels",

@@ -364,14 +364,89 @@ LogicalResult foldIntoKernel(KernelOp kernel, unsigned number) {
   return success();
 }
 
-/// Folds every foldable view chain of `kernel`'s inputs; returns how many
-/// views it folded.
+/// Replaces kernel input `number` (a braze.concat whose pieces have static
+/// sizes along its dim) by the pieces, each a kernel input of its own: a
+/// read of the concat reads every piece at the index clamped into it and
+/// selects the one the index falls in (the other reads stay in bounds).
+/// Fails, changing nothing, when the input is read other than by
+/// tensor.extract.
+LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
+  auto concat = kernel.getInputs()[number].getDefiningOp<ConcatOp>();
+  BlockArgument argument = kernel.getInputArgument(number);
+  int64_t dim = concat.getDim();
+  SmallVector<int64_t> offsets, sizes;
+  int64_t offset = 0;
+  for (Value piece : concat.getInputs()) {
+    int64_t size = typeOf(piece).getDimSize(dim);
+    if (ShapedType::isDynamic(size))
+      return failure();
+    offsets.push_back(offset);
+    sizes.push_back(size);
+    offset += size;
+  }
+  if (!llvm::all_of(argument.getUsers(),
+                    [](Operation *user) { return isa<tensor::ExtractOp>(user); }))
+    return failure();
+  Block &body = kernel.getBody().front();
+  SmallVector<Value> pieces{argument};
+  argument.setType(concat.getInputs().front().getType());
+  kernel.getInputsMutable()[number].assign(concat.getInputs().front());
+  for (Value piece : concat.getInputs().drop_front()) {
+    pieces.push_back(body.addArgument(piece.getType(), kernel.getLoc()));
+    kernel.getInputsMutable().append(piece);
+  }
+  for (Operation *user : llvm::make_early_inc_range(argument.getUsers())) {
+    auto extract = cast<tensor::ExtractOp>(user);
+    OpBuilder builder(extract);
+    Location loc = extract.getLoc();
+    IndexBuilder index{builder, loc};
+    Value position = extract.getIndices()[dim];
+    Value value;
+    for (int64_t j = pieces.size() - 1; j >= 0; --j) {
+      Value at;
+      if (sizes[j] == 1) {
+        at = index.constant(0);
+      } else {
+        at = j == 0 ? position
+                    : arith::SubIOp::create(builder, loc, position,
+                                            index.constant(offsets[j]));
+        if (j > 0)
+          at = arith::MaxSIOp::create(builder, loc, at, index.constant(0));
+        if (j + 1 < static_cast<int64_t>(pieces.size()))
+          at = arith::MinSIOp::create(builder, loc, at, index.constant(sizes[j] - 1));
+      }
+      SmallVector<Value> indices(extract.getIndices());
+      indices[dim] = at;
+      Value read = tensor::ExtractOp::create(builder, loc, pieces[j], indices);
+      if (!value) {
+        value = read;
+        continue;
+      }
+      Value inside = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt,
+                                           position, index.constant(offsets[j + 1]));
+      value = arith::SelectOp::create(builder, loc, inside, read, value);
+    }
+    extract.replaceAllUsesWith(value);
+    extract.erase();
+  }
+  return success();
+}
+
+/// Folds every foldable view chain and concat of `kernel`'s inputs (a
+/// concat's pieces join the inputs, their own views folded in turn);
+/// returns how many views and concats it folded.
 unsigned foldViewsIntoKernel(KernelOp kernel) {
   unsigned folded = 0;
-  for (unsigned number = 0; number < kernel.getInputs().size(); ++number)
-    while (worthFolding(kernel.getInputs()[number].getDefiningOp()) &&
-           succeeded(foldIntoKernel(kernel, number)))
+  for (unsigned number = 0; number < kernel.getInputs().size(); ++number) {
+    while (true) {
+      Operation *producer = kernel.getInputs()[number].getDefiningOp();
+      if (!(worthFolding(producer) && succeeded(foldIntoKernel(kernel, number))) &&
+          !(isa_and_present<ConcatOp>(producer) &&
+            succeeded(foldConcatIntoKernel(kernel, number))))
+        break;
       ++folded;
+    }
+  }
   return folded;
 }
 
@@ -582,10 +657,11 @@ struct FoldLayoutsPass
   void runOnOperation() override {
     // 1. Batched products whose merged batch would copy read strided views
     //    over the batch dims instead.
-    // 2. Kernels read views' sources through index maps.
+    // 2. Kernels read views' sources through index maps, and concats'
+    //    pieces through selects.
     // 3. GEMM operands a BLAS cannot read in place, and every other reshape
     //    that would copy, become copy kernels.
-    // 4. Views nothing reads any more are erased.
+    // 4. Concats and views nothing reads any more are erased.
     func::FuncOp func = getOperation();
     SmallVector<BmmOp> products;
     func.walk([&](BmmOp bmm) { products.push_back(bmm); });
@@ -618,9 +694,11 @@ struct FoldLayoutsPass
       remark(reshape, "no strided view has this shape: one copy kernel "
                       "makes it");
     }
+    // Concats every reader of which now reads their pieces, and views
+    // (readers first: a concat of a concat, a view of a view).
     SmallVector<Operation *> views;
     func.walk([&](Operation *op) {
-      if (isView(op))
+      if (isView(op) || isa<ConcatOp>(op))
         views.push_back(op);
     });
     for (Operation *view : llvm::reverse(views))

@@ -112,6 +112,37 @@ def test_zoo_text_models_have_no_host_copies():
         assert host_copies(compiled.compiled.program, *flat) == [], name
 
 
+class _StemPool(torch.nn.Module):
+    """ResNet's stem: convolution, batch norm, ReLU, then a 3x3 max pool
+    with stride 2 whose padding braze spells as concats of -inf."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return torch.nn.functional.max_pool2d(self.bn(self.conv(x)).relu(), 3, 2, 1) + 1
+
+
+@pytest.mark.parametrize("name", ["llama_decoder_layer", "stem_pool"])
+def test_kernels_read_concat_pieces(name):
+    """Rotary embeddings' rotate_half and a max pool's padding are concats;
+    the kernels that read them read their pieces, so no concat runs on the
+    host (it did, one torch.cat each: ResNet-18's pool padding took a fifth
+    of its call), and the results match eager."""
+    if name == "stem_pool":
+        model, args = _StemPool().eval(), (torch.randn(2, 3, 17, 17),)
+        compiled = braze.compile(model, args)
+    else:
+        model, args, compiled = _compiled(name, fold=True)
+    assert "braze.concat" not in str(compiled.module)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*args), model(*args), rtol=1e-4, atol=1e-5)
+    unfolded = braze.compile(model, args, options={"fold_layouts": False})
+    assert "braze.concat" in str(unfolded.module)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_batched_product_reads_strided_views(dtype):
     """[2, 4] batches that no single stride steps through (a head dim moved

@@ -262,3 +262,90 @@ func.func @dynamic_scores(%q: tensor<2x?x4x8xf32>, %k: tensor<2x?x4x8xf32>, %s: 
   %r = braze.bmm %qm, %km : tensor<8x?x8xf32>, tensor<8x8x?xf32> -> tensor<8x?x?xf32>
   return %r : tensor<8x?x?xf32>
 }
+
+// -----
+
+// Tests that a kernel reads a concat's pieces instead of the concat (a
+// host-side copy): each piece becomes an input, read at the index clamped
+// into it, and a select picks the piece the index falls in (rotary
+// embeddings' rotate_half is such a concat).
+// CHECK-LABEL: func.func @concat_pieces
+// CHECK-SAME: (%[[A:.*]]: tensor<4x3xf32>, %[[B:.*]]: tensor<4x5xf32>)
+// CHECK-NOT: braze.concat
+// CHECK: braze.kernel ins(%[[A]], %[[B]] : tensor<4x3xf32>, tensor<4x5xf32>) domain [4, 8]
+// CHECK: ^bb0(%[[I:.*]]: index, %[[J:.*]]: index, %{{.*}}: index, %{{.*}}: index, %[[PA:.*]]: tensor<4x3xf32>, %[[PB:.*]]: tensor<4x5xf32>):
+// CHECK: %[[JB:.*]] = arith.subi %[[J]], %[[C3:.*]] : index
+// CHECK: %[[JB0:.*]] = arith.maxsi %[[JB]], %{{.*}} : index
+// CHECK: %[[VB:.*]] = tensor.extract %[[PB]][%[[I]], %[[JB0]]]
+// CHECK: %[[JA:.*]] = arith.minsi %[[J]], %{{.*}} : index
+// CHECK: %[[VA:.*]] = tensor.extract %[[PA]][%[[I]], %[[JA]]]
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[J]], %{{.*}} : index
+// CHECK: %[[V:.*]] = arith.select %[[IN]], %[[VA]], %[[VB]] : f32
+// CHECK: math.exp %[[V]]
+func.func @concat_pieces(%a: tensor<4x3xf32>, %b: tensor<4x5xf32>) -> tensor<4x8xf32> {
+  %c = braze.concat %a, %b dim 1 : tensor<4x3xf32>, tensor<4x5xf32> -> tensor<4x8xf32>
+  %y = braze.kernel ins(%c : tensor<4x8xf32>) domain [4, 8] reduce [] : tensor<4x8xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<4x8xf32>):
+    %v = tensor.extract %t[%i, %j] : tensor<4x8xf32>
+    %e = math.exp %v : f32
+    braze.store %e, 0 [%i, %j] : f32
+  }
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests a max pool's padding: a concat of a concat, their -inf pieces
+// expanded constants. The kernel reads the input and the constant itself
+// (the expands folded too); no concat nor expand is left.
+// CHECK-LABEL: func.func @padding
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK: %[[M:.*]] = braze.constant dense<0xFF800000> : tensor<f32>
+// CHECK-NOT: braze.concat
+// CHECK-NOT: braze.expand
+// CHECK: braze.kernel ins(%[[M]], %[[M]], %[[X]] : tensor<f32>, tensor<f32>, tensor<4x8xf32>) domain [5, 9]
+// CHECK-NOT: braze.concat
+func.func @padding(%x: tensor<4x8xf32>) -> tensor<5x9xf32> {
+  %m = braze.constant dense<0xFF800000> : tensor<f32>
+  %top = braze.expand %m : tensor<f32> -> tensor<1x8xf32>
+  %rows = braze.concat %top, %x dim 0 : tensor<1x8xf32>, tensor<4x8xf32> -> tensor<5x8xf32>
+  %left = braze.expand %m : tensor<f32> -> tensor<5x1xf32>
+  %p = braze.concat %left, %rows dim 1 : tensor<5x1xf32>, tensor<5x8xf32> -> tensor<5x9xf32>
+  %y = braze.kernel ins(%p : tensor<5x9xf32>) domain [5, 9] reduce [] : tensor<5x9xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<5x9xf32>):
+    %v = tensor.extract %t[%i, %j] : tensor<5x9xf32>
+    %e = math.exp %v : f32
+    braze.store %e, 0 [%i, %j] : f32
+  }
+  return %y : tensor<5x9xf32>
+}
+
+// -----
+
+// Tests that a concat with a piece of dynamic size along its dim (offsets
+// unknown here) stays, and that one also returned stays for the return
+// while the kernel reads its pieces.
+// CHECK-LABEL: func.func @concat_kept
+// CHECK-SAME: (%[[A:.*]]: tensor<4x?xf32>, %[[B:.*]]: tensor<4x3xf32>
+// CHECK: %[[D:.*]] = braze.concat %[[A]], %[[B]] dim 1
+// CHECK: braze.kernel ins(%[[D]] : tensor<4x?xf32>)
+// CHECK: %[[R:.*]] = braze.concat %[[B]], %[[B]] dim 0
+// CHECK: braze.kernel ins(%[[B]], %[[B]] : tensor<4x3xf32>, tensor<4x3xf32>)
+// CHECK: return %{{.*}}, %{{.*}}, %[[R]]
+func.func @concat_kept(%a: tensor<4x?xf32>, %b: tensor<4x3xf32>, %n: index) -> (tensor<4x?xf32>, tensor<8x3xf32>, tensor<8x3xf32>) {
+  %d = braze.concat %a, %b dim 1 : tensor<4x?xf32>, tensor<4x3xf32> -> tensor<4x?xf32>
+  %y = braze.kernel ins(%d : tensor<4x?xf32>) domain [4, %n] reduce [] : tensor<4x?xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<4x?xf32>):
+    %v = tensor.extract %t[%i, %j] : tensor<4x?xf32>
+    %e = math.exp %v : f32
+    braze.store %e, 0 [%i, %j] : f32
+  }
+  %r = braze.concat %b, %b dim 0 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<8x3xf32>
+  %z = braze.kernel ins(%r : tensor<8x3xf32>) domain [8, 3] reduce [] : tensor<8x3xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<8x3xf32>):
+    %v = tensor.extract %t[%i, %j] : tensor<8x3xf32>
+    %e = math.exp %v : f32
+    braze.store %e, 0 [%i, %j] : f32
+  }
+  return %y, %z, %r : tensor<4x?xf32>, tensor<8x3xf32>, tensor<8x3xf32>
+}
