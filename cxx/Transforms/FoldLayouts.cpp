@@ -432,6 +432,25 @@ LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
   return success();
 }
 
+/// Reads each value `kernel` takes as several inputs through the first
+/// (a max pool's windows all read its input; folded concats add the same
+/// pieces again): fewer arguments, which some targets cap.
+void mergeRepeatedInputs(KernelOp kernel) {
+  Block &body = kernel.getBody().front();
+  unsigned first = 2 * kernel.getRank();
+  for (unsigned number = kernel.getInputs().size(); number-- > 1;) {
+    Value input = kernel.getInputs()[number];
+    for (unsigned earlier = 0; earlier < number; ++earlier) {
+      if (kernel.getInputs()[earlier] != input)
+        continue;
+      body.getArgument(first + number).replaceAllUsesWith(body.getArgument(first + earlier));
+      body.eraseArgument(first + number);
+      kernel.getInputsMutable().erase(number);
+      break;
+    }
+  }
+}
+
 /// Folds every foldable view chain and concat of `kernel`'s inputs (a
 /// concat's pieces join the inputs, their own views folded in turn);
 /// returns how many views and concats it folded.
@@ -447,6 +466,8 @@ unsigned foldViewsIntoKernel(KernelOp kernel) {
       ++folded;
     }
   }
+  if (folded)
+    mergeRepeatedInputs(kernel);
   return folded;
 }
 

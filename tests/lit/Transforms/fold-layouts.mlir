@@ -297,13 +297,18 @@ func.func @concat_pieces(%a: tensor<4x3xf32>, %b: tensor<4x5xf32>) -> tensor<4x8
 
 // Tests a max pool's padding: a concat of a concat, their -inf pieces
 // expanded constants. The kernel reads the input and the constant itself
-// (the expands folded too); no concat nor expand is left.
+// (the expands folded too; the constant once, though both concats have
+// it); no concat nor expand is left.
 // CHECK-LABEL: func.func @padding
 // CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
 // CHECK: %[[M:.*]] = braze.constant dense<0xFF800000> : tensor<f32>
 // CHECK-NOT: braze.concat
 // CHECK-NOT: braze.expand
-// CHECK: braze.kernel ins(%[[M]], %[[M]], %[[X]] : tensor<f32>, tensor<f32>, tensor<4x8xf32>) domain [5, 9]
+// CHECK: braze.kernel ins(%[[M]], %[[X]] : tensor<f32>, tensor<4x8xf32>) domain [5, 9]
+// CHECK: ^bb0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %{{.*}}: index, %[[PM:.*]]: tensor<f32>, %[[PX:.*]]: tensor<4x8xf32>):
+// CHECK: tensor.extract %[[PX]]
+// CHECK: tensor.extract %[[PM]][]
+// CHECK: tensor.extract %[[PM]][]
 // CHECK-NOT: braze.concat
 func.func @padding(%x: tensor<4x8xf32>) -> tensor<5x9xf32> {
   %m = braze.constant dense<0xFF800000> : tensor<f32>
@@ -330,7 +335,7 @@ func.func @padding(%x: tensor<4x8xf32>) -> tensor<5x9xf32> {
 // CHECK: %[[D:.*]] = braze.concat %[[A]], %[[B]] dim 1
 // CHECK: braze.kernel ins(%[[D]] : tensor<4x?xf32>)
 // CHECK: %[[R:.*]] = braze.concat %[[B]], %[[B]] dim 0
-// CHECK: braze.kernel ins(%[[B]], %[[B]] : tensor<4x3xf32>, tensor<4x3xf32>)
+// CHECK: braze.kernel ins(%[[B]] : tensor<4x3xf32>) domain [8, 3]
 // CHECK: return %{{.*}}, %{{.*}}, %[[R]]
 func.func @concat_kept(%a: tensor<4x?xf32>, %b: tensor<4x3xf32>, %n: index) -> (tensor<4x?xf32>, tensor<8x3xf32>, tensor<8x3xf32>) {
   %d = braze.concat %a, %b dim 1 : tensor<4x?xf32>, tensor<4x3xf32> -> tensor<4x?xf32>
