@@ -11,6 +11,7 @@
 #include "Dialect/BrazeOps.h"
 #include "Transforms/Passes.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -36,20 +37,6 @@ RankedTensorType permuted(RankedTensorType type, ArrayRef<int64_t> order) {
 bool isRank4(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && tensor.getRank() == 4;
-}
-
-SmallVector<int64_t> inverse(ArrayRef<int64_t> order) {
-  SmallVector<int64_t> result(order.size());
-  for (auto [position, dim] : llvm::enumerate(order))
-    result[dim] = position;
-  return result;
-}
-
-bool isIdentity(ArrayRef<int64_t> order) {
-  for (auto [position, dim] : llvm::enumerate(order))
-    if (static_cast<int64_t>(position) != dim)
-      return false;
-  return true;
 }
 
 /// The domain dim each index of `access` is (the access lists the kernel's
@@ -136,7 +123,7 @@ void permuteKernel(KernelOp kernel, ArrayRef<int64_t> order,
   unsigned rank = kernel.getRank(); // 4
   Location loc = kernel.getLoc();
   OpBuilder builder(kernel);
-  bool reorders = !isIdentity(order);
+  bool reorders = !isIdentityPermutation(order);
 
   // Per rank-4 input argument, the permutation its view applies.
   llvm::DenseMap<Value, SmallVector<int64_t, 4>> views;
@@ -160,12 +147,12 @@ void permuteKernel(KernelOp kernel, ArrayRef<int64_t> order,
       if (!inOrder)
         view.assign(order.begin(), order.end());
     }
-    if (view.empty() || isIdentity(view))
+    if (view.empty() || isIdentityPermutation(view))
       continue;
     auto type = permuted(cast<RankedTensorType>(input.getType()), view);
     // A result this pass permuted back is read as written.
     auto back = input.getDefiningOp<PermuteOp>();
-    if (back && back.getPermutation() == ArrayRef<int64_t>(inverse(view)) &&
+    if (back && back.getPermutation() == ArrayRef<int64_t>(invertPermutationVector(view)) &&
         back.getInput().getType() == type)
       input = back.getInput();
     else
@@ -227,7 +214,7 @@ void permuteKernel(KernelOp kernel, ArrayRef<int64_t> order,
       if (dynamicOf[dim])
         dynamicDomain.push_back(dynamicOf[dim]);
     }
-    SmallVector<int64_t> reduce, position = inverse(order);
+    SmallVector<int64_t> reduce, position = invertPermutationVector(order);
     for (int64_t dim : kernel.getReduce())
       reduce.push_back(position[dim]); // where old dim `dim` now is
     llvm::sort(reduce);
@@ -249,7 +236,7 @@ void permuteKernel(KernelOp kernel, ArrayRef<int64_t> order,
     auto original = cast<RankedTensorType>(result.getType());
     result.setType(permuted(original, order));
     auto back = PermuteOp::create(builder, loc, original, result,
-                                  builder.getDenseI64ArrayAttr(inverse(order)));
+                                  builder.getDenseI64ArrayAttr(invertPermutationVector(order)));
     result.replaceAllUsesExcept(back.getResult(), back);
     if (inOrder)
       memory[back].assign(order.begin(), order.end());

@@ -451,21 +451,25 @@ void mergeRepeatedInputs(KernelOp kernel) {
   }
 }
 
+/// Folds kernel input `number` once: a view chain's first view, or a
+/// concat. Fails when there is nothing to fold.
+LogicalResult foldInput(KernelOp kernel, unsigned number) {
+  Operation *producer = kernel.getInputs()[number].getDefiningOp();
+  if (worthFolding(producer))
+    return foldIntoKernel(kernel, number);
+  if (isa_and_present<ConcatOp>(producer))
+    return foldConcatIntoKernel(kernel, number);
+  return failure();
+}
+
 /// Folds every foldable view chain and concat of `kernel`'s inputs (a
 /// concat's pieces join the inputs, their own views folded in turn);
 /// returns how many views and concats it folded.
 unsigned foldViewsIntoKernel(KernelOp kernel) {
   unsigned folded = 0;
-  for (unsigned number = 0; number < kernel.getInputs().size(); ++number) {
-    while (true) {
-      Operation *producer = kernel.getInputs()[number].getDefiningOp();
-      if (!(worthFolding(producer) && succeeded(foldIntoKernel(kernel, number))) &&
-          !(isa_and_present<ConcatOp>(producer) &&
-            succeeded(foldConcatIntoKernel(kernel, number))))
-        break;
+  for (unsigned number = 0; number < kernel.getInputs().size(); ++number)
+    while (succeeded(foldInput(kernel, number)))
       ++folded;
-    }
-  }
   if (folded)
     mergeRepeatedInputs(kernel);
   return folded;

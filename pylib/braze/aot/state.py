@@ -189,8 +189,7 @@ class Reader:
             value.run = prepare_record(value.record)
             if value.run is None:
                 raise BrazeError(f"'{value.record.name}' has no prepared host-op handler in this braze")
-        if "weight" in skipped:
-            value.weight = None
-        if "prepacked" in skipped:
-            value.prepacked = None
+        for converted in ("weight", "prepacked"):
+            if converted in skipped:
+                setattr(value, converted, None)
         return value

@@ -268,6 +268,8 @@ class _ConvolutionCall(_HostCall):
         if self.layout is not None and weight is not None:
             self.weight = weight.contiguous(memory_format=self.layout)
         self.prepacked = _prepacked_convolution(self.record, self.weight, self.arguments, self.layout)
+        if self.prepacked is not None:
+            self.weight = None  # the prepacked copy serves every call
 
     def __call__(self, env: list) -> None:
         x, weight, *bias = [env[s] for s in self.operands]
