@@ -1,0 +1,218 @@
+//===- LayoutPasses.td - braze layout passes ---------------*- tablegen -*-===//
+//
+// The passes that decide how kernels see memory layouts: which views and
+// concats a kernel reads through its index map, the order a kernel iterates
+// relative to channels-last memory, and which of its dims merge into one
+// loop. Included by Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BRAZE_LAYOUT_PASSES
+#define BRAZE_LAYOUT_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
+  let summary = "Absorb permute, expand, slice, reshape and concat into their consumers, so no layout is copied on the host";
+  let description = [{
+    At run time a permute, expand or slice is a view (its source's strides),
+    and a reshape is a view where torch's stride rule allows it and a copy
+    otherwise: `reshape(permute(x))` that merges a head dim with the batch,
+    or GQA's `reshape(expand(k))`. This pass removes those copies:
+
+    - a `braze.bmm` whose operands are reshapes merging batch dims (a copy)
+      becomes a batched product over the batch dims both operands split
+      into, reading strided views (the runtime runs one library call per
+      outer batch index when the batch dims have no single stride);
+    - a `braze.kernel` reads the source of a permute, expand or slice input,
+      and of a reshape input that is not a view of a contiguous tensor,
+      through an index map in its body (the input's indices permuted, set
+      to 0 where it broadcasts, scaled and offset where it is sliced,
+      re-split where it is reshaped); a slice whose sliced dim is dynamic
+      stays a view the kernel reads in place, as the kernel's shape checks
+      take an input read at the point's own index to have the domain's
+      extent;
+    - a `braze.kernel` reads the pieces of a `braze.concat` input whose
+      pieces have static sizes along its dim (rotary embeddings'
+      rotate_half, a max pool's -inf padding) instead of the concat (a
+      host-side torch.cat): each piece becomes an input, read at the index
+      clamped into it, and a select picks the piece the index falls in;
+      the pieces' own views fold in turn (an expanded constant is read as
+      the constant);
+    - a GEMM operand that a BLAS cannot read in place (no strided view has
+      its layout, or neither matrix dim has unit stride), and any other
+      reshape that would copy, becomes one copy `braze.kernel` that reads
+      the view's source through its index map.
+
+    Views and concats nothing reads any more are erased. A reshape whose dims do not
+    split into groups of equal size (or whose dynamic dims do not map one to
+    one) has no index map and is left as it is (a remark says so).
+
+    ```mlir
+    %p = braze.permute %q [0, 2, 1, 3] : tensor<2x8x4x8xf32> -> tensor<2x4x8x8xf32>
+    %m = braze.reshape %p : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+    %k = braze.reshape %kt : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+    %s = braze.bmm %m, %k : tensor<8x8x8xf32>, tensor<8x8x8xf32> -> tensor<8x8x8xf32>
+    ```
+    becomes
+    ```mlir
+    %p = braze.permute %q [0, 2, 1, 3] : tensor<2x8x4x8xf32> -> tensor<2x4x8x8xf32>
+    %b = braze.bmm %p, %kt : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+    %s = braze.reshape %b : tensor<2x4x8x8xf32> -> tensor<8x8x8xf32>
+    ```
+
+    With `remarks=true` each batched product, copy kernel and layout left
+    alone gets a remark saying why (the `fusion` log topic shows them).
+  }];
+  let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each batched product, copy kernel and layout left as is">,
+  ];
+  let statistics = [
+    Statistic<"numFoldedViews", "folded-views",
+              "Views and concats read through a kernel's index map">,
+    Statistic<"numBatchedProducts", "batched-products",
+              "Batched products made to read strided batch dims">,
+    Statistic<"numCopyKernels", "copy-kernels",
+              "Layouts no view expresses, made by a copy kernel">,
+  ];
+}
+
+def BrazeChannelsLast : Pass<"braze-channels-last", "::mlir::func::FuncOp"> {
+  let summary = "Run 2-D convolutions and the pointwise kernels between them in NHWC order";
+  let description = [{
+    oneDNN runs most 2-D convolutions faster on channels-last (NHWC) memory
+    than on PyTorch's default NCHW, a depthwise 3x3 up to 20x faster; but a
+    convolution that converts its input to channels-last and its result back
+    pays two copies of each activation. This pass keeps activations in
+    channels-last memory from one convolution to the next:
+
+    - every convolution with a 4-D input gets `memory_format =
+      "channels_last"`: it runs on channels-last memory and its result is
+      channels-last (a logical NCHW tensor with NHWC strides);
+    - a kernel of rank 4 that reads such a value (a convolution's result, or
+      the result of a kernel this pass handled) iterates in the value's
+      memory order, as its reads of the value name the domain's dims: read
+      at `[n, c, h, w]` (the domain in NCHW order, as lowered) its domain
+      becomes `[N, H, W, C]` (reduction dims renumbered); read at `[n, c, h,
+      w]` = `[d0, d3, d1, d2]` (a permute to NHWC that braze-fold-layouts
+      absorbed: a LayerNorm over channels) it keeps its order. The value is
+      read through its view in memory order (`braze.permute [0, 2, 3, 1]`
+      of channels-last memory: contiguous); another 4-D input is read as it
+      is when its reads follow the new order, else through the same
+      permutation as the domain; a reordered kernel writes each 4-D result
+      in its new order and hands it on through the inverse permutation
+      (`braze.permute [0, 3, 1, 2]` from NHWC: channels-last again), and a
+      kernel handled after it reads the result as written.
+
+    Only the order of the points changes, never a value, nor the order in
+    which a reduction adds its points: a kernel is reordered only where its
+    reduced dims keep their relative order (NHWC order moves C behind H and
+    W: not when it reduces over C together with H or W). A reduction over C
+    alone (a LayerNorm over channels) becomes a row reduction, C innermost;
+    one over H and W (a global average pool, the mean of a
+    squeeze-excitation block) a column reduction, whose innermost dim C is
+    parallel (the CPU emitter walks it in SIMD lanes). A kernel that reads
+    no such value keeps its order.
+
+    Before the reads decided the order, ConvNeXt's LayerNorm (already in
+    NHWC order) was permuted again, to N, W, C, H: its result reached the
+    next GEMM through a copy, 18 per call.
+
+    ```mlir
+    %y = braze.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<2x8x14x14xf32>, tensor<8x8x3x3xf32> -> tensor<2x8x14x14xf32>
+    %r = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 14, 14] reduce [] : tensor<2x8x14x14xf32> {...}
+    ```
+    becomes
+    ```mlir
+    %y = braze.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        {memory_format = "channels_last"} : ...
+    %v = braze.permute %y [0, 2, 3, 1] : tensor<2x8x14x14xf32> -> tensor<2x14x14x8xf32>
+    %k = braze.kernel ins(%v : tensor<2x14x14x8xf32>) domain [2, 14, 14, 8] reduce [] : tensor<2x14x14x8xf32> {...}
+    %r = braze.permute %k [0, 3, 1, 2] : tensor<2x14x14x8xf32> -> tensor<2x8x14x14xf32>
+    ```
+  }];
+  let dependentDialects = ["::braze::BrazeDialect"];
+  let statistics = [
+    Statistic<"numConvolutions", "convolutions", "Convolutions run channels-last">,
+    Statistic<"numKernels", "kernels", "Kernels made to iterate in NHWC order">,
+  ];
+}
+
+def BrazeCollapseDims : Pass<"braze-collapse-dims", "::mlir::func::FuncOp"> {
+  let summary = "Merge adjacent iteration dims of a kernel into one";
+  let description = [{
+    A kernel over an NCHW activation loops over W innermost; with W = 7 or
+    14 that loop is too short to vectorize or to amortize its setup. When
+    every tensor the kernel reads or writes holds two adjacent domain dims
+    as one contiguous run (both indices side by side, in order, or neither
+    of them), the dims become one: inputs are read through a `braze.reshape`
+    that merges them (a view of a contiguous tensor), results are written
+    merged and reshaped back, and the body indexes the pair with one index.
+
+    Which kernels: those with a dynamic domain or at least `min-points`
+    points (in a smaller one the loops take no time either way, and each
+    reshape is a host step per call). Which pairs: in a kernel without reduction dims, the trailing dims; in a
+    reduction kernel, the run of reduction dims that ends at its last one
+    (the innermost reduction loop). Merging goes outward from there while
+    the inner extent is static and shorter than `short-extent`, and stops at
+    the first pair that cannot merge: a pair whose indices enter arithmetic
+    (an iota, a triangle mask), that some tensor holds apart, transposed or
+    at different positions in different accesses, that mixes a reduction
+    dim with a parallel one, whose dynamic extents are used other than
+    as their product (a mean's element count stays right: the product of
+    the pair's extents becomes the merged extent), or that an input made by
+    `braze.slice` does not hold as one run of memory (the slice cuts the
+    pair's inner dim, or steps its outer dim by other than 1): a slice is a
+    view the kernel reads in place, and merging there would copy it.
+
+    ```mlir
+    %y = braze.kernel ins(%x : tensor<8x16x7x7xf32>) domain [8, 16, 7, 7] reduce [2, 3]
+        : tensor<8x16xf32> {
+    ^bb0(%n: index, %c: index, %h: index, %w: index, %e0: index, %e1: index,
+         %e2: index, %e3: index, %a: tensor<8x16x7x7xf32>):
+      %v = tensor.extract %a[%n, %c, %h, %w] : tensor<8x16x7x7xf32>
+      %s = braze.reduce "add" %v : f32 -> f32
+      braze.store %s, 0 [%n, %c] : f32
+    }
+    ```
+    becomes
+    ```mlir
+    %r = braze.reshape %x : tensor<8x16x7x7xf32> -> tensor<8x16x49xf32>
+    %y = braze.kernel ins(%r : tensor<8x16x49xf32>) domain [8, 16, 49] reduce [2]
+        : tensor<8x16xf32> {
+    ^bb0(%n: index, %c: index, %hw: index, %e0: index, %e1: index,
+         %e2: index, %a: tensor<8x16x49xf32>):
+      %v = tensor.extract %a[%n, %c, %hw] : tensor<8x16x49xf32>
+      %s = braze.reduce "add" %v : f32 -> f32
+      braze.store %s, 0 [%n, %c] : f32
+    }
+    ```
+    The order of the points is unchanged (row-major over the pair), so an
+    argmax's linear index and every result are the same.
+
+    First, each input drops the size-1 dims it is always read at 0 in (a
+    per-channel `C x 1 x 1` scale becomes `C`, through a reshape): a dim
+    that only broadcast then no longer hides which dim the innermost loop
+    steps through, so an NHWC kernel reads its per-channel inputs with unit
+    stride.
+  }];
+  let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"shortExtent", "short-extent", "int64_t", "128",
+           "Merge while the inner dim's static extent is below this">,
+    Option<"minPoints", "min-points", "int64_t", "4096",
+           "Leave kernels with fewer points (a static domain) as they are">,
+  ];
+  let statistics = [
+    Statistic<"numCollapsed", "collapsed-dims", "Pairs of dims merged">,
+    Statistic<"numSqueezed", "squeezed-dims",
+              "Size-1 dims dropped from inputs always read at 0">,
+  ];
+}
+
+#endif // BRAZE_LAYOUT_PASSES
