@@ -10,9 +10,11 @@ cd "$(dirname "$0")/.."
 . .venv/bin/activate
 pip install -q --upgrade pip
 pip install -q -r requirements-dev.txt
+# With the targets' optional extras (pyproject.toml): pyopencl (opencl), NVRTC
+# and cuda-bindings (cuda), Triton (triton); the tests use them.
 if [ "${1:-}" = "--editable" ]; then
-  pip install -q --no-build-isolation -e .
+  pip install -q --no-build-isolation -e '.[opencl,cuda,triton]'
 else
-  pip install -q --no-build-isolation .
+  pip install -q --no-build-isolation '.[opencl,cuda,triton]'
 fi
 echo "braze installed in $(pwd)/.venv"

@@ -106,6 +106,16 @@ class OclocToolchain(CommandToolchain):
         return output.with_suffix("")  # -output_no_suffix: the binary is named as asked
 
 
+def _nvrtc():
+    """cuda-bindings' NVRTC module, or a BrazeError saying how to get it."""
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError:
+        raise BrazeError("the cuda target's compiler 'nvrtc' needs cuda-bindings and nvidia-cuda-nvrtc "
+                         "(pip install 'braze[cuda]'), or use the option compiler='nvcc'") from None
+    return nvrtc
+
+
 class NvrtcToolchain(Toolchain):
     """NVRTC (PyPI nvidia-cuda-nvrtc, through cuda-bindings), in process; no
     headers, no GPU needed."""
@@ -118,13 +128,11 @@ class NvrtcToolchain(Toolchain):
         super().__init__((f"--gpu-architecture={arch}",))
 
     def identity(self) -> str:
-        from cuda.bindings import nvrtc
-
+        nvrtc = _nvrtc()
         return f"nvrtc {nvrtc.nvrtcVersion()[1:]}\n" + " ".join(self.flags)
 
     def run(self, source: Path, output: Path, entry: Path) -> None:
-        from cuda.bindings import nvrtc
-
+        nvrtc = _nvrtc()
         _, program = nvrtc.nvrtcCreateProgram(source.read_bytes(), source.name.encode(), 0, [], [])
         try:
             flags = [flag.encode() for flag in self.flags]
