@@ -52,11 +52,16 @@ def _prepared_fields(value) -> tuple[str, ...]:
     record. A convolution's weight in its memory format, or prepacked for
     oneDNN, is not kept either: the loaded step converts the weight per
     call, because the loaded weights may be swapped (braze.aot.WeightStore)."""
+    # A CPU kernel or combo call's launcher (braze.runtime.launch) is made
+    # again on its first call.
+    launcher = ("native",) if "native" in vars(value) else ()
     if isinstance(value, KernelCall):
         # The kernel's analysis (MLIR types) serves GPU launchers, which
         # packages do not hold (CPU only); a CPU kernel call has what it
         # needs in its other fields.
-        return ("spec",)
+        return ("spec", *launcher)
+    if launcher:
+        return launcher
     if not hasattr(value, "record"):
         return ()
     return tuple(name for name in ("run", "call", "weight", "prepacked") if name in vars(value))

@@ -1,5 +1,7 @@
 """The CPU target's step factory: kernels of one loaded C++ library (see
-codegen/cpp), called through ctypes with pointers and sizes, no copies."""
+codegen/cpp), called with pointers and sizes, no copies: through the
+launcher (braze.runtime.launch: the call prepared and made in C++) where it
+is built, else through ctypes after `KernelCall.prepare`."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import array
 import ctypes
 from typing import TYPE_CHECKING
 
+from braze.errors import BrazeError
+from braze.runtime import launch
 from braze.runtime.combo import ComboCall
 from braze.runtime.executor import KernelCall, StepFactory
 
@@ -14,34 +18,84 @@ if TYPE_CHECKING:
     from braze.codegen.analysis import KernelSpec
 
 
-class _NativeKernelCall(KernelCall):
-    """A kernel of a loaded C++ library, called through ctypes."""
+def _launch_description(call: KernelCall) -> tuple:
+    """What the launcher needs of one kernel call (cxx/runtime/launch:
+    `parseKernel`), read once, after `Program` set its reuse and carving."""
+    shapes = [[size if isinstance(size, int) else -1 - size[1] for size in shape] for shape in call.result_shapes]
+    domain = [-1 if size is None else size for size in call.domain]
+    return (call.inputs, call.dynamic, call.outputs, domain, list(call.extent_inputs),
+            [list(check) for check in call.checks], shapes, call.result_dtypes,
+            [call.reuse.get(result, -1) for result in range(len(call.outputs))],
+            [call.carve.get(result) for result in range(len(call.outputs))], list(call.blas_inputs),
+            list(call.static_sizes)[: call.size_count] if call.static else None, call.size_count,
+            call.views_in_place)
+
+
+class _NativeStep:
+    """Runs a kernel or combo call through the launcher when it is built:
+    it prepares the call in C++ or declines (nothing done), and then
+    `prepared_call` runs it in Python, which also says what is wrong. The
+    launcher is made on the first call, after `Program` decided reuse and
+    carving (and after braze.aot loaded the step)."""
+
+    native = None  # the launcher (not written by braze.aot: made again)
+
+    def __call__(self, env: list) -> None:
+        if self.native is None:
+            self.native = launch.native.NativeLaunch(
+                ctypes.cast(self.function, ctypes.c_void_p).value, self.descriptions()) \
+                if launch.native is not None else False
+        if self.native:
+            status = self.native(env)
+            if status == launch.native.DONE:
+                return
+            if status == launch.native.FAILED:
+                raise BrazeError(f"{self.failure()}: integer division by zero")
+        self.prepared_call(env)
+
+
+class _NativeKernelCall(_NativeStep, KernelCall):
+    """A kernel of a loaded C++ library."""
 
     def __init__(self, function, spec: KernelSpec, op, slots: dict):
         super().__init__(spec, op, slots)
         self.function = function
         self.buffer_type = ctypes.c_void_p * (len(self.inputs) + len(self.outputs))
 
+    def descriptions(self) -> list:
+        return [_launch_description(self)]
+
+    def failure(self) -> str:
+        return f"kernel {self.name} at {self.location}"
+
     def launch(self, inputs, outputs, extents, sizes) -> int:
         pointers = [t.data_ptr() for t in inputs] + [t.data_ptr() for t in outputs]
         return self.function(self.buffer_type(*pointers), sizes)
 
+    prepared_call = KernelCall.__call__
 
-class _NativeComboCall(ComboCall):
+
+class _NativeComboCall(_NativeStep, ComboCall):
     """A combo's launch function (codegen/cpp/combo.py): every sub-kernel's
-    buffers, then sizes, one after the other, in one ctypes call. A
-    sub-kernel's sizes are exactly its `size_count` entries: a kernel
-    without sizes still holds one placeholder entry for its own call,
-    which must not shift the next sub-kernel's sizes."""
+    buffers, then sizes, one after the other, in one call. A sub-kernel's
+    sizes are exactly its `size_count` entries: a kernel without sizes
+    still holds one placeholder entry for its own call, which must not
+    shift the next sub-kernel's sizes."""
 
     def __init__(self, function, name: str, calls: list[KernelCall]):
         super().__init__(name, calls)
         self.function = function
-        self.size_counts = [call.spec.size_count for call in calls]
+        self.size_counts = [call.size_count for call in calls]
         # Static, contiguous sub-kernels pass the same sizes on every call.
         self.static_sizes = None
         if all(call.static for call in calls):
             self.static_sizes = self._concatenated([call.static_sizes for call in calls])
+
+    def descriptions(self) -> list:
+        return [_launch_description(call) for call in self.calls]
+
+    def failure(self) -> str:
+        return f"combo {self.name} ({', '.join(c.name for c in self.calls)})"
 
     def _concatenated(self, kernel_sizes: list) -> array.array:
         return array.array("q", [size for sizes, count in zip(kernel_sizes, self.size_counts)
@@ -55,6 +109,8 @@ class _NativeComboCall(ComboCall):
         else:
             sizes = self._concatenated([kernel_sizes for _, _, _, kernel_sizes in prepared])
         return self.function(pointers.buffer_info()[0], sizes.buffer_info()[0] if sizes else None)
+
+    prepared_call = ComboCall.__call__
 
 
 class CpuKernels(StepFactory):

@@ -49,7 +49,7 @@ from braze.hostops.extern import extern_overload, prepare_extern
 from braze.hostops.products import convolution_arguments, convolution_layout
 from braze.hostops.record import DYNAMIC_SIZE, TensorType, op_record, type_record
 from braze.hostops.signature import check_arguments
-from braze.runtime import collectives, trace
+from braze.runtime import collectives, launch, trace
 from braze.runtime.arena import ArenaPlan
 from braze.runtime.combo import ComboCall
 from braze.runtime.control_flow import control_flow_call
@@ -115,6 +115,7 @@ class KernelCall:
         # Result number -> (arena slot, shape, strides, offset): set by
         # ArenaPlan where braze-plan-memory placed the result.
         self.carve: dict[int, tuple] = {}
+        self.size_count = spec.size_count
         self.size_type = ctypes.c_int64 * max(spec.size_count, 1)
         self.static = not self.dynamic and all(
             dynamic not in t.shape for t in spec.input_types + spec.result_types)
@@ -553,7 +554,8 @@ class Program:
         if as_numpy:
             as_numpy = any(isinstance(a, np.ndarray) for a in arguments)
             arguments = self._arguments.full(self.name, self.argument_types, arguments)
-        self._arguments.bind(arguments)
+        if self._arguments.symbolic:
+            self._arguments.bind(arguments)
         outputs = self.run(arguments)
         if as_numpy:
             outputs = [o.cpu().numpy() if isinstance(o, torch.Tensor) else o for o in outputs]
@@ -640,7 +642,15 @@ class _ArgumentCheck:
         self.ranges = symbolic.function_symbol_ranges(func_op.operation, module_op)
         self.symbolic = any(e is not None and e[2] is None for e in self.expected)
 
+    native = None  # the launcher's check (not written by braze.aot: made again)
+
     def fast(self, arguments) -> bool:
+        if self.native is None:
+            self.native = launch.native.NativeArgumentCheck([
+                None if e is None else (e[0], [size if size is not None else -1 for size in self._sizes(e)])
+                for e in self.expected]) if self.on_host and launch.native is not None else False
+        if self.native:
+            return self.native(arguments)
         if len(arguments) != len(self.expected):
             return False
         for value, expected in zip(arguments, self.expected):
@@ -659,6 +669,17 @@ class _ArgumentCheck:
                 return False
         return True
 
+    @staticmethod
+    def _sizes(expected) -> list:
+        """An argument's sizes, None where dynamic."""
+        _, rank, whole, static = expected
+        if whole is not None:
+            return list(whole)
+        sizes = [None] * rank
+        for dim, size in static:
+            sizes[dim] = size
+        return sizes
+
     def full(self, name: str, types: list, arguments) -> list:
         """The arguments, numpy arrays copied to the device as tensors,
         after `check_arguments` and a check that every tensor is on the
@@ -673,6 +694,6 @@ class _ArgumentCheck:
         return arguments
 
     def bind(self, arguments) -> None:
-        if self.symbolic:
-            shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in arguments]
-            symbolic.bind_symbols(self.specs, shapes, self.ranges)
+        """Binds the `braze.dims` symbols (only when some dim is dynamic)."""
+        shapes = [tuple(a.shape) if isinstance(a, torch.Tensor) else None for a in arguments]
+        symbolic.bind_symbols(self.specs, shapes, self.ranges)
