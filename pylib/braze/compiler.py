@@ -164,44 +164,43 @@ class CompiledModel:
     what the model returns."""
 
     def __init__(self, exported, compiled: CompiledProgram):
-        from torch.utils import _pytree as pytree
+        from braze.runtime.tree import TreePlan
 
         self.exported = exported
         self.compiled = compiled
         self.stats = compiled.stats
+        self._imported = exported.imported
+        self._program = compiled.program
         in_spec, out_spec = exported._in_spec, exported._out_spec
-        # A model called with positional tensors only, returning one tensor,
-        # needs no pytree work per call.
-        arity = len(compiled.program.argument_types)
-        flat_spec = pytree.tree_flatten(((0,) * arity, {}))[1]
-        # (Complex arguments take the general path: they travel as view_as_real.)
-        self._flat_inputs = arity if in_spec == flat_spec and not exported.imported.complex_arguments else None
-        # Outputs: one tensor, a flat tuple, or a structure pytree rebuilds.
-        self._single_output = out_spec is not None and out_spec.is_leaf()
-        self._flat_outputs = out_spec is not None and out_spec.type is tuple and all(
-            child.is_leaf() for child in out_spec.children())
+        # Nested inputs and outputs through prepared plans (None: pytree).
+        self._inputs = TreePlan.of(in_spec) if in_spec is not None else None
+        self._outputs = TreePlan.of(out_spec) if out_spec is not None else None
 
     @property
     def module(self) -> Module:
         return self.compiled.module
 
     def __call__(self, *args, **kwargs):
+        flat = []
+        if self._inputs is None or not self._inputs.flatten_call(args, kwargs, flat):
+            flat = self._flatten(args, kwargs)
+        outputs = self._imported.outputs(self._program(*self._imported.arguments(flat)))
+        if self._outputs is not None:
+            return self._outputs.build(outputs)
         from torch.utils import _pytree as pytree
 
-        if kwargs or self._flat_inputs is None or len(args) != self._flat_inputs:
-            flat, spec = pytree.tree_flatten((args, kwargs))
-            if self.exported._in_spec is not None and spec != self.exported._in_spec:
-                raise BrazeError(f"inputs do not match the compiled signature:\n got {spec}\n"
-                                 f" expected {self.exported._in_spec}")
-            flat = self.exported.imported.arguments(flat)
-        else:
-            flat = args  # the signature is a flat tuple of tensors; the program checks each
-        outputs = self.exported.imported.outputs(self.compiled(*flat))
-        if self._single_output:
-            return outputs[0]
-        if self._flat_outputs:
-            return tuple(outputs)
         return pytree.tree_unflatten(outputs, self.exported._out_spec)
+
+    def _flatten(self, args: tuple, kwargs: dict) -> list:
+        """The inputs' leaves through pytree, which says how their structure
+        differs from the captured one."""
+        from torch.utils import _pytree as pytree
+
+        flat, spec = pytree.tree_flatten((args, kwargs))
+        if self.exported._in_spec is not None and spec != self.exported._in_spec:
+            raise BrazeError(f"inputs do not match the compiled signature:\n got {spec}\n"
+                             f" expected {self.exported._in_spec}")
+        return flat
 
 
 def compile(model, example_args, *, kwargs: dict | None = None, dynamic_shapes=None, dynamic_spec=None,
