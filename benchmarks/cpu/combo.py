@@ -1,16 +1,20 @@
 """Combo kernels on graphs of many small independent kernels: an
 optimizer-style step over many small parameters (SGD with weight decay and
-momentum, Adam) and a multi-head model with many small norms and heads.
+momentum, Adam), a multi-head model with many small norms and heads, and
+the per-call overhead as a function of the tensor count (pairs of 4-element
+tensors multiplied: 10, 50, 80 and 200 inputs, half as many outputs).
 
-Engines: eager, braze with and without braze-combo-kernels, Inductor with
-its combo kernels off and on (`torch._inductor.config.combo_kernels`).
+Engines: eager, braze with and without braze-combo-kernels, braze with
+combos but its kernel calls prepared in Python instead of the C++ launcher
+(braze.runtime.launch), Inductor with its combo kernels off and on
+(`torch._inductor.config.combo_kernels`).
 Measured on one thread (OMP_NUM_THREADS=1, torch.set_num_threads(1)) as
 thread CPU time per call (`time.thread_time()`), best of several rounds,
 all engines in one run: the machine is shared, so only ratios measured
 together mean anything. braze's launches per call are its compiled kernel
 and combo steps (each one native call with at most one parallel region).
 
-    python benchmarks/cpu/combo.py [--params 40 200] [--json out.json]
+    python benchmarks/cpu/combo.py [--params 40 200] [--overhead 10 50 80 200] [--json out.json]
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import time  # noqa: E402
 import torch  # noqa: E402
 
 import braze  # noqa: E402
+from braze.runtime import launch  # noqa: E402
 
 
 def _shapes(count: int) -> list[tuple[int, ...]]:
@@ -86,6 +91,13 @@ class MultiHead(torch.nn.Module):
         return [head(h) for head in self.heads]
 
 
+class Products(torch.nn.Module):
+    """Pairs of tiny tensors multiplied: the per-call overhead per tensor."""
+
+    def forward(self, tensors: list):
+        return [a * b + 1 for a, b in zip(tensors[0::2], tensors[1::2])]
+
+
 def _per_call(fn, args, budget=0.3, rounds=5) -> float:
     """Best thread CPU seconds per call over `rounds` rounds."""
     for _ in range(3):
@@ -120,15 +132,30 @@ def _inductor(model, args, combo: bool):
     return compiled
 
 
+def _braze(model, args, combo: bool, launcher: bool):
+    """braze.compile's model, its kernel calls through the C++ launcher or
+    (`launcher` False) prepared in Python: each step binds its launcher on
+    its first call."""
+    saved = launch.native
+    if not launcher:
+        launch.native = None
+    try:
+        compiled = braze.compile(model, args, options={"combo_kernels": combo})
+        compiled(*args)
+    finally:
+        launch.native = saved
+    return compiled
+
+
 def run_case(name: str, model, args) -> dict:
     with torch.no_grad():
         want = model(*args)
         row = {"case": name, "tensors": sum(len(a) if isinstance(a, list) else 1 for a in args)}
         times = {"eager": _per_call(model, args)}
-        for combo in (False, True):
-            compiled = braze.compile(model, args, options={"combo_kernels": combo})
+        for key, combo, launcher in (("braze", False, True), ("braze_combo", True, True),
+                                     ("braze_combo_python_launch", True, False)):
+            compiled = _braze(model, args, combo, launcher)
             _check(compiled(*args), want)
-            key = "braze_combo" if combo else "braze"
             times[key] = _per_call(compiled, args)
             row[f"{key}_kernels"] = compiled.stats["kernels"]
             row[f"{key}_launches"] = compiled.stats["launches"]
@@ -140,7 +167,9 @@ def run_case(name: str, model, args) -> dict:
     return row
 
 
-def cases(counts: list[int]):
+def cases(counts: list[int], overheads: list[int]):
+    for count in overheads:
+        yield f"overhead_{count}", Products(), ([torch.randn(4) for _ in range(count)],)
     for count in counts:
         shapes = _shapes(count)
         sgd = [torch.randn(s) for s in shapes for _ in range(3)]
@@ -153,21 +182,24 @@ def cases(counts: list[int]):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", type=int, nargs="+", default=[40, 200])
+    parser.add_argument("--overhead", type=int, nargs="+", default=[10, 50, 80, 200],
+                        help="input counts of the per-call overhead cases")
     parser.add_argument("--json", default=None)
     options = parser.parse_args()
     torch.set_num_threads(1)
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-combo-"))
     rows = []
-    print("| case | tensors | eager µs | braze µs (launches) | braze+combo µs (launches) | Inductor µs "
-          "| Inductor+combo µs | braze+combo vs Inductor+combo |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name, model, args in cases(options.params):
+    print("| case | inputs | eager µs | braze µs (launches) | braze+combo µs (launches) "
+          "| braze+combo, Python launch µs | Inductor µs | Inductor+combo µs | braze+combo vs best Inductor |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, model, args in cases(options.params, options.overhead):
         row = run_case(name, model, args)
         rows.append(row)
         us = row["us"]
+        best_inductor = min(us["inductor"], us["inductor_combo"])
         print(f"| {name} | {row['tensors']} | {us['eager']} | {us['braze']} ({row['braze_launches']}) "
-              f"| {us['braze_combo']} ({row['braze_combo_launches']}) | {us['inductor']} "
-              f"| {us['inductor_combo']} | {us['inductor_combo'] / us['braze_combo']:.2f}x |", flush=True)
+              f"| {us['braze_combo']} ({row['braze_combo_launches']}) | {us['braze_combo_python_launch']} "
+              f"| {us['inductor']} | {us['inductor_combo']} | {best_inductor / us['braze_combo']:.2f}x |", flush=True)
     if options.json:
         with open(options.json, "w") as f:
             json.dump(rows, f, indent=1)
