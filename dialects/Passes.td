@@ -539,8 +539,10 @@ def BrazePlanMemory : Pass<"braze-plan-memory", "::mlir::ModuleOp"> {
     layout passes); the op order is the order the executor runs them. Per
     function:
 
-    1. Liveness: every result of a `braze.kernel` is a buffer that lives
-       from its kernel to the last op reading it, directly or through a
+    1. Liveness: every result of a `braze.kernel`, a `braze.fused_gemm` or
+       a `braze.combo` (generated code writes them, so the runtime can carve
+       them from the arena) is a buffer that lives from its op to the last
+       op reading it, directly or through a
        value that may alias it. Results of views, extern calls, collectives
        (their work handles included, so a buffer stays live until its
        `wait`) and any op not known to return fresh memory may alias every
@@ -549,10 +551,19 @@ def BrazePlanMemory : Pass<"braze-plan-memory", "::mlir::ModuleOp"> {
     2. Buffers that reach `func.return` are not planned: a result handed to
        the caller gets its own allocation. Buffers whose size is not static
        fall back to the allocator.
-    3. In place: a kernel without reduction dims writes a result into the
-       buffer of an input of the same type when that input's buffer dies at
-       this kernel and the kernel reads it and stores the result at exactly
-       the point's indices (so each element is read before it is written);
+    3. In place: a kernel writes a result into the buffer of an input of
+       the same type when that input's buffer dies at this kernel and the
+       kernel reads it and stores the result at exactly the point's indices
+       (so each element is read before it is written); with reduction dims,
+       only a result whose stored value needs a reduced value (written in
+       the last loop over a row, after every read of the row: a softmax
+       over a dying score matrix, a LayerNorm over a dying GEMM result).
+       Fused GEMMs and combos never write in place (a GEMM reads whole rows
+       and columns; a combo's sub-kernels run at once). A returned result
+       (which the arena cannot hold) that may be written over a dying
+       generated buffer takes that buffer over instead: the buffer leaves
+       the arena, the runtime allocates it and the result gets
+       `braze.reuse`;
        the input may be a view reading the buffer in its own order
        (reshapes, permutes composing to the identity, a channels-last
        convolution's result through its permute to NHWC). Over a library
@@ -560,8 +571,13 @@ def BrazePlanMemory : Pass<"braze-plan-memory", "::mlir::ModuleOp"> {
     4. Offsets: buffers (in-place chains as one) are placed greedily, largest
        first, at the lowest `alignment`-aligned offset that overlaps no
        placed buffer whose lifetime overlaps its own.
+    5. The arena is held for the whole call, so beside large library results
+       (which torch allocates and frees as they die) it can raise the peak:
+       the same function is also planned with every buffer on the
+       allocator (each kernel free to take over a dying input), and that
+       plan is kept when its peak is lower (`allocator-fallback`).
 
-    Results: `braze.offsets` on each kernel (the arena byte offset of each
+    Results: `braze.offsets` on each kernel, fused GEMM and combo (the arena byte offset of each
     result, -1 for one left to the allocator), and on each function
     `braze.arena_bytes` and `braze.planned_peak_bytes` (the arena plus the
     most bytes of static non-arena buffers (returned kernel results, GEMM,
@@ -585,9 +601,11 @@ def BrazePlanMemory : Pass<"braze-plan-memory", "::mlir::ModuleOp"> {
     Option<"alignment", "alignment", "int64_t", "64",
            "Byte alignment of every buffer's offset (a power of two)">,
     Option<"inPlace", "in-place", "bool", "true",
-           "Let pointwise kernels overwrite a dying input">,
+           "Let kernels overwrite a dying input">,
     Option<"remarks", "remarks", "bool", "false",
            "Explain the plan as remarks (sizes, peak, buffers left to the allocator)">,
+    Option<"allocatorFallback", "allocator-fallback", "bool", "true",
+           "Leave every buffer to the allocator when that plans a lower peak than an arena">,
   ];
   let statistics = [
     Statistic<"numPlanned", "planned", "Buffers placed in an arena">,

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Debug.h"
@@ -34,6 +35,12 @@ namespace {
 bool isLibraryCall(Operation *op) {
   return isa<MatmulOp, BmmOp, AddmmOp, ConvolutionOp, AttentionOp>(op);
 }
+
+// Ops whose results are fresh buffers the runtime writes with generated
+// code, so it can carve them from the arena: kernels, fused GEMMs (the
+// epilogue kernel writes the GEMM's output) and combos (each result one of
+// a sub-kernel's).
+bool isGeneratedCall(Operation *op) { return isa<KernelOp, FusedGemmOp, ComboOp>(op); }
 
 // Whether a value of this type can hold (a view of) a buffer: tensors, and
 // handles of other dialects (a collective's work).
@@ -120,11 +127,34 @@ Value sameOrderSource(Value value) {
   return ArrayRef<int64_t>(composed) == ArrayRef<int64_t>(channelsLast) ? value : Value();
 }
 
+// Whether `value`, computed in `kernel`'s body, depends on a braze.reduce.
+bool dependsOnReduction(KernelOp kernel, Value value) {
+  SmallVector<Value> stack{value};
+  DenseSet<Operation *> seen;
+  while (!stack.empty()) {
+    Operation *op = stack.pop_back_val().getDefiningOp();
+    if (!op || op->getParentOp() != kernel || !seen.insert(op).second)
+      continue;
+    if (isa<ReduceOp>(op))
+      return true;
+    llvm::append_range(stack, op->getOperands());
+  }
+  return false;
+}
+
 // Whether `kernel` reads input `number` and writes result `result` only at
 // the point's own indices (the precondition for writing one over the other).
+// With reductions, the point's indices include the reduced dims, and every
+// emitter runs one loop over a parallel point's reduction points per
+// braze.reduce, then one for the stores that need a reduced value
+// (codegen/analysis.py's stages): a result stored only there is written
+// after the point's every read of the input, and no other parallel point
+// reads those elements. A store that needs no reduced value runs in the
+// first loop, before later loops read the input again, so it never writes
+// in place (a softmax over a dying score matrix does; `exp(x)` stored
+// beside `max(x)` does not).
 bool readsAndWritesInPlace(KernelOp kernel, unsigned number, unsigned result) {
-  if (!kernel.getReduce().empty())
-    return false;
+  bool reduces = !kernel.getReduce().empty();
   unsigned rank = kernel.getRank();
   auto atPoint = [&](ValueRange indices) {
     if (indices.size() != rank)
@@ -145,7 +175,8 @@ bool readsAndWritesInPlace(KernelOp kernel, unsigned number, unsigned result) {
     if (store.getResult() != result)
       return WalkResult::advance();
     stored = true;
-    return atPoint(store.getIndices()) ? WalkResult::advance() : WalkResult::interrupt();
+    bool last = !reduces || dependsOnReduction(kernel, store.getValue());
+    return last && atPoint(store.getIndices()) ? WalkResult::advance() : WalkResult::interrupt();
   });
   return stored && !walk.wasInterrupted();
 }
@@ -198,11 +229,11 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
           if (operand.getParentBlock() == &body)
             noteUse(operand);
       });
-      if (isa<KernelOp>(op) || isLibraryCall(&op)) {
+      if (isGeneratedCall(&op) || isLibraryCall(&op)) {
         for (OpResult result : op.getResults()) {
           holds[result].push_back(buffers.size());
           Buffer buffer{&op, result.getResultNumber(), staticBytes(result.getType()), index, index};
-          buffer.inArena = isa<KernelOp>(op);
+          buffer.inArena = isGeneratedCall(&op);
           buffers.push_back(buffer);
         }
       } else {
@@ -215,66 +246,124 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
       ++index;
     }
 
+    // The arena holds its bytes for the whole call, so next to large
+    // library results (GEMMs, attention, convolutions, which torch
+    // allocates) it can raise the peak above buffers freed as they die:
+    // the plan with the lower peak is kept.
+    Placement placement = place(buffers, holds, index, /*useArena=*/true);
+    Placement onAllocator = place(buffers, holds, index, /*useArena=*/false);
+    bool arenaHelps = !allocatorFallback || placement.peak <= onAllocator.peak;
+    if (!arenaHelps)
+      std::swap(placement, onAllocator);
+
+    Builder builder(&getContext());
+    for (Operation &op : body) {
+      if (!isGeneratedCall(&op))
+        continue;
+      SmallVector<int64_t> offsets(op.getNumResults(), -1);
+      SmallVector<int64_t> reuse(op.getNumResults(), -1);
+      for (OpResult result : op.getResults()) {
+        const Buffer &buffer = placement.buffers[holds[result].front()];
+        if (buffer.inArena)
+          offsets[result.getResultNumber()] = placement.storages[buffer.storage].offset;
+        reuse[result.getResultNumber()] = buffer.input;
+      }
+      op.setAttr("braze.offsets", builder.getDenseI64ArrayAttr(offsets));
+      if (llvm::any_of(reuse, [](int64_t input) { return input >= 0; }))
+        op.setAttr("braze.reuse", builder.getDenseI64ArrayAttr(reuse));
+    }
+    numInPlace += placement.inPlaceCount;
+    for (auto [number, buffer] : llvm::enumerate(placement.buffers)) {
+      if (!isGeneratedCall(buffer.producer) || buffer.sharesWith >= 0)
+        continue;
+      if (buffer.inArena) {
+        ++numPlanned;
+        continue;
+      }
+      ++numAllocator;
+      bool takenOver = llvm::any_of(placement.buffers, [&](const Buffer &other) {
+        return other.sharesWith == static_cast<int>(number);
+      });
+      if (remarks && arenaHelps)
+        emitRemark(buffer.producer->getLoc())
+            << "braze-plan-memory: result #" << buffer.result << " stays on the allocator: "
+            << (buffer.returned ? "it is returned"
+                : buffer.bytes < 0 ? "its size is not static"
+                : takenOver ? "a returned result takes it over"
+                            : "it is written over a library call's result");
+    }
+    int64_t peak = placement.peak;
+    func->setAttr("braze.arena_bytes", builder.getI64IntegerAttr(placement.arena));
+    func->setAttr("braze.planned_peak_bytes", builder.getI64IntegerAttr(peak));
+    if (remarks) {
+      auto remark = emitRemark(func.getLoc());
+      remark << "braze-plan-memory: @" << func.getSymName() << ": arena " << placement.arena << " bytes for "
+             << placement.storages.size() << " placement(s), " << placement.inPlaceCount
+             << " buffer(s) in place; planned peak " << peak << " bytes (live buffers need at least "
+             << placement.lowerBound << ")";
+      if (!arenaHelps)
+        remark << "; every buffer on the allocator: an arena would hold " << onAllocator.arena
+               << " bytes for the whole call, for a peak of " << onAllocator.peak << " bytes";
+    }
+    return peak;
+  }
+
+  // One plan of a function's buffers: which are in the arena and where,
+  // which take over a dying input's memory, and the peak.
+  struct Placement {
+    SmallVector<Buffer> buffers;
     SmallVector<Storage> storages;
-    int64_t inPlaceCount = 0;
+    int64_t arena = 0, peak = 0, lowerBound = 0, inPlaceCount = 0;
+  };
+
+  // Plans `buffers` (live over `opCount` ops) with an arena for generated
+  // buffers, or (`useArena` false) every buffer on the allocator, freed
+  // when it dies, and every kernel free to take over a dying input.
+  Placement place(SmallVector<Buffer> buffers, DenseMap<Value, SmallVector<int, 1>> &holds,
+                  int64_t opCount, bool useArena) {
+    Placement placement;
+    if (!useArena)
+      for (Buffer &buffer : buffers)
+        buffer.inArena = false;
+    if (inPlace)
+      for (auto [number, buffer] : llvm::enumerate(buffers))
+        if ((buffer.returned || !useArena) && isa<KernelOp>(buffer.producer) &&
+            takesOverAllocation(buffers, holds, number, /*generated=*/true)) {
+          buffer.inArena = false;
+          ++placement.inPlaceCount;
+        }
+    SmallVector<Storage> &storages = placement.storages;
     for (auto [number, buffer] : llvm::enumerate(buffers)) {
       if (!buffer.inArena)
         continue;
-      if (inPlace && overwritesLibraryResult(buffers, holds, number)) {
+      if (inPlace && takesOverAllocation(buffers, holds, number, /*generated=*/false)) {
         // The runtime writes it into the library call's own allocation, so
         // it may even be returned.
         buffer.inArena = false;
-        ++numInPlace;
-        ++inPlaceCount;
+        ++placement.inPlaceCount;
         continue;
       }
       if (buffer.returned || buffer.bytes < 0) {
         buffer.inArena = false;
-        ++numAllocator;
-        if (remarks)
-          emitRemark(buffer.producer->getLoc())
-              << "braze-plan-memory: result #" << buffer.result << " stays on the allocator: "
-              << (buffer.returned ? "it is returned" : "its size is not static");
         continue;
       }
-      ++numPlanned;
       if (inPlace)
         buffer.storage = inPlaceStorage(buffers, holds, number);
       if (buffer.storage >= 0) {
-        ++numInPlace;
-        ++inPlaceCount;
+        ++placement.inPlaceCount;
         storages[buffer.storage].end = std::max(storages[buffer.storage].end, buffer.end);
         continue;
       }
       buffer.storage = storages.size();
       storages.push_back({align(buffer.bytes), buffer.start, buffer.end});
     }
-
-    int64_t arena = placeStorages(storages);
-
-    Builder builder(&getContext());
-    for (Operation &op : body) {
-      auto kernel = dyn_cast<KernelOp>(op);
-      if (!kernel)
-        continue;
-      SmallVector<int64_t> offsets(kernel->getNumResults(), -1);
-      SmallVector<int64_t> reuse(kernel->getNumResults(), -1);
-      for (OpResult result : kernel->getResults()) {
-        const Buffer &buffer = buffers[holds[result].front()];
-        if (buffer.inArena)
-          offsets[result.getResultNumber()] = storages[buffer.storage].offset;
-        reuse[result.getResultNumber()] = buffer.input;
-      }
-      kernel->setAttr("braze.offsets", builder.getDenseI64ArrayAttr(offsets));
-      if (llvm::any_of(reuse, [](int64_t input) { return input >= 0; }))
-        kernel->setAttr("braze.reuse", builder.getDenseI64ArrayAttr(reuse));
-    }
+    placement.arena = placeStorages(storages);
 
     // The peak: the arena (held for the whole call) plus the static
     // buffers outside it live at each op; and, for the remark, the most
     // bytes of static buffers live at once (no plan can do better).
-    int64_t outside = 0, lowerBound = 0;
-    for (int64_t at = 0; at < index; ++at) {
+    int64_t outside = 0;
+    for (int64_t at = 0; at < opCount; ++at) {
       int64_t live = 0, liveAll = 0;
       for (const Buffer &buffer : buffers) {
         if (buffer.bytes < 0 || buffer.sharesWith >= 0 || at < buffer.start || at > buffer.end)
@@ -284,18 +373,11 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
           live += align(buffer.bytes);
       }
       outside = std::max(outside, live);
-      lowerBound = std::max(lowerBound, liveAll);
+      placement.lowerBound = std::max(placement.lowerBound, liveAll);
     }
-    int64_t peak = arena + outside;
-    func->setAttr("braze.arena_bytes", builder.getI64IntegerAttr(arena));
-    func->setAttr("braze.planned_peak_bytes", builder.getI64IntegerAttr(peak));
-    if (remarks)
-      emitRemark(func.getLoc()) << "braze-plan-memory: @" << func.getSymName() << ": arena "
-                                << arena << " bytes for " << storages.size()
-                                << " placement(s), " << inPlaceCount
-                                << " buffer(s) in place; planned peak " << peak
-                                << " bytes (live buffers need at least " << lowerBound << ")";
-    return peak;
+    placement.peak = placement.arena + outside;
+    placement.buffers = std::move(buffers);
+    return placement;
   }
 
   // The inputs (input number, buffer number) whose buffer kernel buffer
@@ -306,9 +388,13 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
   overwritableInputs(SmallVector<Buffer> &buffers, DenseMap<Value, SmallVector<int, 1>> &holds,
                      int number) {
     Buffer &buffer = buffers[number];
-    auto kernel = cast<KernelOp>(buffer.producer);
-    Type type = kernel->getResult(buffer.result).getType();
     SmallVector<std::pair<unsigned, int>> candidates;
+    // A fused GEMM reads whole rows and columns of its operands; a combo's
+    // sub-kernels run at once, so one may still read what another writes.
+    auto kernel = dyn_cast<KernelOp>(buffer.producer);
+    if (!kernel)
+      return candidates;
+    Type type = kernel->getResult(buffer.result).getType();
     for (auto [input, value] : llvm::enumerate(kernel.getInputs())) {
       auto found = holds.find(value);
       if (value.getType() != type || found == holds.end() || found->second.size() != 1)
@@ -348,13 +434,17 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
 
   // Whether buffer `number` can take the memory of a library-call result
   // (directly, or through kernels that took it before) that dies at its
-  // kernel; if so, records it.
-  bool overwritesLibraryResult(SmallVector<Buffer> &buffers,
-                               DenseMap<Value, SmallVector<int, 1>> &holds, int number) {
+  // kernel; if so, records it. With `generated`, the memory of a generated
+  // call's dying result instead, which then leaves the arena (the runtime
+  // allocates it, and the buffer takes it over): for a returned result,
+  // which the arena cannot hold.
+  bool takesOverAllocation(SmallVector<Buffer> &buffers,
+                           DenseMap<Value, SmallVector<int, 1>> &holds, int number, bool generated) {
     Buffer &buffer = buffers[number];
     for (auto [input, sourceNumber] : overwritableInputs(buffers, holds, number)) {
-      const Buffer &source = buffers[sourceNumber];
-      if (!isLibraryCall(source.producer) && source.sharesWith < 0)
+      Buffer &source = buffers[sourceNumber];
+      if (!isLibraryCall(source.producer) && source.sharesWith < 0 &&
+          !(generated && isGeneratedCall(source.producer)))
         continue;
       int root = source.sharesWith >= 0 ? source.sharesWith : sourceNumber;
       bool taken = llvm::any_of(buffers, [&](const Buffer &other) {
@@ -362,6 +452,7 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
       });
       if (taken)
         continue;
+      buffers[root].inArena = false;  // the runtime allocates it
       buffer.sharesWith = root;
       buffer.input = input;
       buffers[root].end = std::max(buffers[root].end, buffer.end);
@@ -369,6 +460,7 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
     }
     return false;
   }
+
 
   // Greedy by size: each storage, largest first, at the lowest aligned
   // offset clear of every placed storage whose lifetime overlaps its own.

@@ -1,7 +1,7 @@
 """The executor's side of braze-plan-memory: one arena per call.
 
 The pass writes `braze.arena_bytes` on the function and `braze.offsets` on
-each kernel (the byte offset of each result in the arena, -1 for a result
+each kernel, fused GEMM and combo (the byte offset of each result in the arena, -1 for a result
 left to the allocator: returned, or of dynamic size), and `braze.reuse`
 where a result overwrites a dying input that a library call (a GEMM, a
 convolution) allocated. A call takes one
@@ -41,19 +41,29 @@ class ArenaPlan:
         self.carved: set[int] = set()
 
     def place(self, op, call) -> None:
-        """Tells kernel step `call` (of kernel `op`) where its planned
-        results live: `call.carve[result] = (slot, shape, strides, offset)`,
-        and which dying input (a library call's result) a result overwrites
-        (`braze.reuse`): `call.reuse[result] = input`."""
+        """Tells kernel step `call` (of kernel or fused GEMM `op`) where its
+        planned results live: `call.carve[result] = (slot, shape, strides,
+        offset)`, and which dying input (a library call's result) a result
+        overwrites (`braze.reuse`): `call.reuse[result] = input`."""
         from mlir import ir  # only while a program is built (see __init__)
 
         if "braze.reuse" in op.attributes:
             for result, input_number in enumerate(ir.DenseI64ArrayAttr(op.attributes["braze.reuse"])):
                 if input_number >= 0:
                     call.reuse[result] = input_number
-        if "braze.offsets" not in op.attributes or not getattr(call, "static", False):
+        self._carve(call, _offsets(op))
+
+    def place_combo(self, op, calls: list) -> None:
+        """`place` for a combo `op`, whose results are its sub-kernel
+        calls' results one after the other."""
+        offsets = _offsets(op)
+        for call in calls:
+            self._carve(call, offsets[: len(call.outputs)])
+            offsets = offsets[len(call.outputs):]
+
+    def _carve(self, call, offsets: list[int]) -> None:
+        if not getattr(call, "static", False):
             return
-        offsets = list(ir.DenseI64ArrayAttr(op.attributes["braze.offsets"]))
         for result, offset in enumerate(offsets):
             if offset < 0:
                 continue
@@ -80,3 +90,12 @@ class ArenaPlan:
             arena = torch.empty(self.bytes, dtype=torch.uint8, device=self.device)
         for dtype, slot in self.dtype_slots.items():
             env[slot] = arena.view(dtype)
+
+
+def _offsets(op) -> list[int]:
+    """The op's `braze.offsets` (-1: not in the arena), or none."""
+    from mlir import ir  # only while a program is built (see ArenaPlan.__init__)
+
+    if "braze.offsets" not in op.attributes:
+        return []
+    return list(ir.DenseI64ArrayAttr(op.attributes["braze.offsets"]))

@@ -449,6 +449,7 @@ class Program:
                 call = kernels_runtime.combo_call(
                     next(launches), [KernelCall(next(kernel_specs), k, slots, kernels_runtime.device)
                                            for k in sub_kernels], op)
+                kernel_steps.append((op, call))
             elif name == "braze.extern":
                 call = _ExternCall(op, slots)
             elif name == "braze.convolution":
@@ -489,7 +490,11 @@ class Program:
         if self.arena is not None:
             running = {id(step[0]) for step in steps}  # not the kernels run at build time
             for op, call in kernel_steps:
-                if id(call) in running:
+                if id(call) not in running:
+                    continue
+                if isinstance(call, ComboCall):
+                    self.arena.place_combo(op, call.calls)
+                else:
                     self.arena.place(op, call)
             carved = self.arena.carved
         self._plan_reuse(steps, {slots[v]: v for v in slots}, fresh - carved)

@@ -56,6 +56,10 @@ class TargetOptions:
     # Place intermediate kernel buffers in one arena per call, reused by
     # liveness (braze-plan-memory).
     plan_memory: bool = True
+    # Keep the arena even where leaving every buffer to the allocator plans
+    # a lower peak (braze-plan-memory's allocator-fallback off): fewer
+    # allocations per call, more memory.
+    force_arena: bool = False
     # Fuse each GEMM with the bias, pointwise chain and row statistics after
     # it (braze-epilogue-fusion; on targets whose emitters spell
     # braze.fused_gemm: the CPU).
@@ -152,7 +156,7 @@ class Target:
         if self.gpu:
             pipeline += f",func.func(braze-gpu-schedule{{target={self.schedule_target or self.name} threads={int(options.threads)}}})"
         if options.plan_memory:
-            pipeline += ",braze-plan-memory"
+            pipeline += ",braze-plan-memory{allocator-fallback=false}" if options.force_arena else ",braze-plan-memory"
         return pipeline
 
     def emit(self, operations: list, options: TargetOptions) -> Unit:
