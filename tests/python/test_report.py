@@ -87,9 +87,15 @@ def test_transformer_block_report_renders_in_chromium(tmp_path):
     assert len(names) == len(kernels) >= 4
 
     dom = rendered(browser, page, tmp_path / "block.png")
-    boxes = re.findall(r'<g id="kernel-([^"]+)" class="cluster kernel">', section(dom, "after-fusion"))
-    # One box per kernel (braze-combo-kernels may move a kernel to its combo's place).
-    assert sorted(boxes) == sorted(names)
+    after = section(dom, "after-fusion")
+    boxes = re.findall(r'<g id="kernel-([^"]+)" class="cluster (kernel|fused-gemm)">', after)
+    # One box per kernel (braze-combo-kernels may move a kernel to its combo's
+    # place), a fused GEMM's of its own kind; none is empty: the copy kernel
+    # braze-fold-layouts makes of a view is boxed around that view.
+    assert sorted(name for name, _ in boxes) == sorted(names)
+    fused_gemms = sum(op.operation.name == "braze.fused_gemm" for op in kernels)
+    assert [kind for _, kind in boxes].count("fused-gemm") == fused_gemms == 3
+    assert "empty_" not in after
     assert "cluster kernel" not in section(dom, "before-fusion")
     for name in names:
         assert f'<details class="kernel-source" id="source-kernel-{name}">' in dom
@@ -444,8 +450,8 @@ func.func @f(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>, %bias: tensor<32xf32>)
 
 
 def test_graph_draws_a_fused_gemm_as_a_box():
-    """Nothing forms braze.fused_gemm yet: drawn from IR, it is a box around
-    its product and epilogue, fed by its operands, feeding its user."""
+    """A fused GEMM drawn from IR is a box around its product and epilogue,
+    fed by its operands, feeding its user."""
     drawn = graph.function_graph(FUSED_GEMM, "f")
     (box,) = drawn.boxes
     assert box.kind == "fused-gemm" and box.label == "fused_gemm"
@@ -455,6 +461,35 @@ def test_graph_draws_a_fused_gemm_as_a_box():
     assert edges == {("input", "braze.fused_gemm"), ("braze.fused_gemm", "arith.addf"), ("input", "arith.addf"),
                      ("arith.addf", "braze.relu"), ("braze.relu", "output")}
     assert 'class="fused-gemm"' in graph.to_dot(drawn, "t")
+
+
+def test_report_names_a_fused_gemm_as_its_kernel(tmp_path):
+    """A compiled fused GEMM's box is labelled with the kernel name its
+    source, the timeline and traces use (not an empty kernel box beside an
+    unnamed one)."""
+    need_program("dot")
+    compiled = braze.compile_mlir(FUSED_GEMM, options={"report": str(tmp_path / "r.html")})
+    html = compiled.stats["report"].read_text()
+    names = list(emit(compiled.module, "cpu")["f"].kernels)
+    boxes = re.findall(r'<g id="kernel&#45;(\w+)" class="cluster ([\w&#;]+)">', section(html, "after-fusion"))
+    assert boxes == [(names[0], "fused&#45;gemm"), (names[1], "kernel")]
+    assert f">{names[0]}</text>" in section(html, "after-fusion")
+    assert "empty_" not in html
+    x, w, bias = torch.randn(8, 64), torch.randn(32, 64), torch.randn(32)
+    with braze.profile() as tracer:
+        compiled(x, w, bias)
+    traced = [e["name"] for e in tracer.trace()["traceEvents"] if e.get("cat") == "kernel"]
+    assert traced == names
+
+
+def test_timeline_names_a_fused_gemm_as_its_kernel():
+    module = braze.parse(FUSED_GEMM)
+    braze.run_pipeline(module, "func.func(braze-lower-kernels)")
+    func = module.mlir_module.body.operations[0]
+    ops = func.regions[0].blocks[0].operations
+    names = {str(ops[0].operation.location): ["gemm_kernel"], str(ops[1].operation.location): ["relu_kernel"]}
+    spans = timeline.schedule(func, "t", Machine(), names).spans
+    assert [(s.kind, s.name) for s in spans] == [("library", "gemm_kernel"), ("kernel", "relu_kernel")]
 
 
 def test_graph_boxes_a_region_op_it_does_not_know(monkeypatch):

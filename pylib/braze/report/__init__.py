@@ -122,7 +122,8 @@ def collect(record: PipelineRecord, func_op, unit, built, stats: dict, machine: 
 def _draw(facts: CompileFacts, record: PipelineRecord, func_op, kernel_ops: list, fusion_remarks: list) -> None:
     function = facts.function
     kept = {op.operation.name for op in _walk(func_op)}
-    kernels = [(kernel.name, str(op.operation.location)) for kernel, op in zip(facts.kernels, kernel_ops)]
+    kernels = [(kernel.name, str(op.operation.location), op.operation.name)
+               for kernel, op in zip(facts.kernels, kernel_ops)]
     drawn = []
     if FUSION_PASS in record.ir_before:
         before = graphs.function_graph(record.ir_before[FUSION_PASS], function)

@@ -241,34 +241,59 @@ def mark_refusals(graph: Graph, remarks: list) -> list[tuple[str, str, str, str,
     return refusals
 
 
-def name_kernels(graph: Graph, kernels: list[tuple[str, str]], kept_ops: set[str]) -> None:
+# The box kind of what each kind of compiled kernel comes from.
+_KERNEL_BOXES = {"braze.kernel": "kernel", "braze.fused_gemm": "fused-gemm"}
+
+
+def name_kernels(graph: Graph, kernels: list[tuple[str, str, str]], kept_ops: set[str]) -> None:
     """Labels each kernel box with the kernel compiled from it. `kernels`:
-    (name, location as printed) of the final braze.kernel ops in program
-    order (a region's after its op); a kernel comes from a box, or from a
-    lone op (one not in `kept_ops`, the op names still in the final
-    function) that gets a box of its own. braze-lower-kernels keeps the
-    order and the location, so they are matched in order by location. A
-    kernel matching nothing gets an empty box, so the picture has one box
-    per kernel."""
-    candidates = [c for c in graph.order if (graph.boxes[c].kind == "kernel" if isinstance(c, int) else
-                                            c.kind == "op" and c.op.startswith("braze.") and c.op not in kept_ops)]
+    (name, location as printed, op name) of the final braze.kernel and
+    braze.fused_gemm ops in program order (a region's after its op); a
+    braze.kernel comes from a kernel box, or from a lone op (one not in
+    `kept_ops`, the op names still in the final function) that gets a box
+    of its own; a fused GEMM from its fused-gemm box (the emitter names it
+    as a kernel: its source, the codegen log and traces use that name).
+    braze-lower-kernels keeps the order and the location, so they are
+    matched in order by location. A kernel matching nothing gets an empty
+    box, so the picture has one box per kernel."""
+    def box_kind(candidate) -> str | None:
+        if candidate is None:
+            return None
+        if isinstance(candidate, int):
+            return graph.boxes[candidate].kind
+        return "kernel" if candidate.kind == "op" and candidate.op.startswith("braze.") \
+            and candidate.op not in kept_ops else None
+
+    candidates = [c for c in graph.order if box_kind(c) in _KERNEL_BOXES.values()]
     position = 0
-    for name, location in kernels:
+    for name, location, op_name in kernels:
+        kind = _KERNEL_BOXES[op_name]
         found = next((index for index in range(position, len(candidates))
-                      if (candidates[index].printed if isinstance(candidates[index], Node)
-                          else graph.boxes[candidates[index]].location) == location), None)
+                      if box_kind(candidates[index]) == kind
+                      and (candidates[index].printed if isinstance(candidates[index], Node)
+                           else graph.boxes[candidates[index]].location) == location), None)
+        label = name if kind == "kernel" else f"{name}\nfused GEMM"
         if found is None:
-            graph.boxes.append(Box("kernel", location, name, f"kernel-{name}", href=f"#source-kernel-{name}"))
+            # A kernel a later pass made of an op this IR still has (a view
+            # braze-fold-layouts could not fold is copied by a kernel at
+            # its place) is boxed around that op; else its box is empty.
+            made_of = next((node for node in graph.order if isinstance(node, Node) and node.kind == "op"
+                            and node.printed == location and box_kind(node.box) not in _KERNEL_BOXES.values()),
+                           None)
+            graph.boxes.append(Box(kind, location, label, f"kernel-{name}", href=f"#source-kernel-{name}",
+                                   parent=made_of and made_of.box))
+            if made_of is not None:
+                made_of.box = len(graph.boxes) - 1
             continue
         position = found + 1
         candidate = candidates[found]
         if isinstance(candidate, Node):
-            graph.boxes.append(Box("kernel", location, name, f"kernel-{name}", parent=candidate.box,
+            graph.boxes.append(Box(kind, location, label, f"kernel-{name}", parent=candidate.box,
                                    href=f"#source-kernel-{name}"))
             candidate.box = len(graph.boxes) - 1
         else:
             box = graph.boxes[candidate]
-            box.label, box.anchor, box.href = name, f"kernel-{name}", f"#source-kernel-{name}"
+            box.label, box.anchor, box.href = label, f"kernel-{name}", f"#source-kernel-{name}"
 
 
 def group_combos(graph: Graph, combos: list) -> None:

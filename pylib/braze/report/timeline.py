@@ -65,10 +65,10 @@ def _microseconds(seconds: float) -> str:
 
 
 def _label(op, names: dict[str, list[str]]) -> str:
-    """A kernel's name (a combo's: its sub-kernels'), an extern call's aten
-    overload, else the op."""
+    """A kernel's or fused GEMM's name (a combo's: its sub-kernels'), an
+    extern call's aten overload, else the op."""
     name = op.operation.name
-    if name == "braze.kernel":
+    if name in ("braze.kernel", "braze.fused_gemm"):  # named in one sequence (function_kernels)
         queue = names.get(str(op.operation.location))
         return queue.pop(0) if queue else "kernel"
     if name == "braze.combo":
