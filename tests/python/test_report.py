@@ -96,7 +96,8 @@ def test_transformer_block_report_renders_in_chromium(tmp_path):
     fused_gemms = sum(op.operation.name == "braze.fused_gemm" for op in kernels)
     assert [kind for _, kind in boxes].count("fused-gemm") == fused_gemms == 3
     assert "empty_" not in after
-    assert "cluster kernel" not in section(dom, "before-fusion")
+    # Before fusion is before braze-epilogue-fusion too: no box at all.
+    assert "cluster" not in section(dom, "before-fusion")
     for name in names:
         assert f'<details class="kernel-source" id="source-kernel-{name}">' in dom
         assert f"{name}(" in dom
@@ -143,6 +144,33 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
                       "func.func(braze-combo-kernels{max-arguments=250 remarks=true})",
                       "braze-plan-memory{remarks=true}"]
     assert re.search(r"<td>kernel binary</td><td>cache (hit|miss \(compiled now\))</td>", html)
+
+
+def test_report_shows_the_epilogue_fusions(tmp_path):
+    """braze-epilogue-fusion's decisions are fusion decisions: counted, its
+    refusals listed with the others and drawn as refused edges, even from
+    an op that reads the GEMM's product through others."""
+    need_program("dot")
+    compiled = braze.compile_mlir(BLOCK.read_text(), parameters=PreNormBlock().state_dict(),
+                                  options={"report": str(tmp_path / "block.html")})
+    html = compiled.stats["report"].read_text()
+    decisions = html[html.index("<h2>Fusion decisions</h2>"):html.index("<h2>Kernels</h2>")]
+    # Two GEMMs took an op each and one took two (its row statistic and the
+    # residual add); the QKV projection has no epilogue.
+    assert ("braze-epilogue-fusion made 3 fused GEMM(s) of 4 op(s) besides their products, left 1 GEMM(s) "
+            "without an epilogue and refused 2 op(s).") in decisions
+    rows = re.findall(r"<tr><td>braze-epilogue-fusion</td><td>([^<]+)</td><td>([^<]+)</td><td>([^<]+)</td>"
+                      r"<td>[^<]+</td><td>([^<]+)</td></tr>", decisions)
+    assert rows == [("&lt;string&gt;:29:11", "-", "braze.addmm", "-"),
+                    ("&lt;string&gt;:49:11", "braze.sub", "braze.addmm", "yes"),
+                    ("&lt;string&gt;:67:11", "braze.add", "braze.addmm", "yes")]
+    assert "<h3>braze-epilogue-fusion</h3>" not in html  # not under Other decisions
+    # Both refused ops read the product through the residual add: the edges
+    # carry no value. After fusion the add at 67 is in another GEMM's
+    # epilogue, so only the sub's edge is left (from the fused GEMM).
+    refused = r'class="edge refused">\s*<title>[^<]*</title>\s*<g [^>]*><a xlink:title="not fused: it needs a row'
+    assert len(re.findall(refused, section(html, "before-fusion"))) == 2
+    assert len(re.findall(refused, section(html, "after-fusion"))) == 1
 
 
 def test_report_without_fusion_boxes_each_op(tmp_path):

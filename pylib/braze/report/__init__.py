@@ -29,10 +29,12 @@ from braze.report.kernels import ComboFacts, KernelFacts, combo_facts, kernel_fa
 from braze.report.page import render
 
 ENVIRONMENT_VARIABLE = "BRAZE_REPORT_DIR"
-# The passes whose input IR the report draws: before fusion, and after it
-# (the input of the lowering to kernels); the collective timeline's IR
-# before and after braze-overlap; the kernels braze-combo-kernels numbers.
-FUSION_PASS, LOWERING_PASS = "braze-fuse-pointwise", "braze-lower-kernels"
+# The passes whose input IR the report draws: before fusion (the first of
+# the fusion passes that runs), and after it (the input of the lowering to
+# kernels); the collective timeline's IR before and after braze-overlap;
+# the kernels braze-combo-kernels numbers.
+EPILOGUE_PASS, FUSION_PASS = "braze-epilogue-fusion", "braze-fuse-pointwise"
+LOWERING_PASS = "braze-lower-kernels"
 OVERLAP_PASS, COMBO_PASS = "braze-overlap", "braze-combo-kernels"
 
 
@@ -49,7 +51,7 @@ def destination(option: str | None) -> str | None:
 
 def pipeline_record() -> PipelineRecord:
     """The record `run_pipeline` fills for a report."""
-    return PipelineRecord(keep_ir_before=(FUSION_PASS, LOWERING_PASS, OVERLAP_PASS, COMBO_PASS),
+    return PipelineRecord(keep_ir_before=(EPILOGUE_PASS, FUSION_PASS, LOWERING_PASS, OVERLAP_PASS, COMBO_PASS),
                           keep_ir_after=(OVERLAP_PASS,))
 
 
@@ -65,6 +67,9 @@ class CompileFacts:
     passes: list[PassRun]
     kernels: list[KernelFacts]
     fused: int | None  # merges braze-fuse-pointwise reported (None: it did not run)
+    # Both fusion passes' refusals: (pass, location, consumer, producer, reason, drawn).
+    # braze-epilogue-fusion's fused GEMMs and the ops they took (None: it did not run).
+    epilogues: tuple[int, int] | None = None
     refusals: list = field(default_factory=list)
     pictures: list = field(default_factory=list)  # (anchor, title, svg or None, dot)
     graph_problem: str | None = None
@@ -97,7 +102,7 @@ def collect(record: PipelineRecord, func_op, unit, built, stats: dict, machine: 
 
     function = func_op.attributes["sym_name"].value
     kernel_ops, combo_ops = function_kernels(function_operations(func_op))
-    fusion_remarks = record.remarks_of(FUSION_PASS)
+    fusion_remarks = record.remarks_of(EPILOGUE_PASS) + record.remarks_of(FUSION_PASS)
     facts = CompileFacts(
         function=function, target=stats["target"], compile_seconds=stats["compile_seconds"],
         cache_hit=None if built is None else built.cache_hit,
@@ -106,14 +111,15 @@ def collect(record: PipelineRecord, func_op, unit, built, stats: dict, machine: 
         extern_ops=stats["extern_ops"], passes=list(record.passes),
         kernels=kernel_facts(kernel_ops, unit) if kernel_ops else [],
         fused=sum(" fused with its producer " in r.message and " not fused " not in r.message
-                  for r in fusion_remarks) if FUSION_PASS in record.ir_before else None,
+                  for r in record.remarks_of(FUSION_PASS)) if FUSION_PASS in record.ir_before else None,
+        epilogues=_epilogues(record.remarks_of(EPILOGUE_PASS)) if EPILOGUE_PASS in record.ir_before else None,
         combos=combo_facts(combo_ops, unit), machine=machine or Machine())
     names = _kernel_names(kernel_ops, list(unit.kernels))
     _draw(facts, record, func_op, kernel_ops, fusion_remarks)
     if COMBO_PASS in record.ir_before:
         facts.combo_decisions = _combo_decisions(record, function, facts, names)
     for remark in record.remarks:
-        if remark.pass_name not in (FUSION_PASS, COMBO_PASS):
+        if remark.pass_name not in (EPILOGUE_PASS, FUSION_PASS, COMBO_PASS):
             facts.decisions.setdefault(remark.pass_name, []).append(remark)
     _schedule(facts, record, func_op, names)
     return facts
@@ -125,21 +131,32 @@ def _draw(facts: CompileFacts, record: PipelineRecord, func_op, kernel_ops: list
     kernels = [(kernel.name, str(op.operation.location), op.operation.name)
                for kernel, op in zip(facts.kernels, kernel_ops)]
     drawn = []
-    if FUSION_PASS in record.ir_before:
-        before = graphs.function_graph(record.ir_before[FUSION_PASS], function)
+    first_fusion = next((name for name in (EPILOGUE_PASS, FUSION_PASS) if name in record.ir_before), None)
+    if first_fusion is not None:
+        before = graphs.function_graph(record.ir_before[first_fusion], function)
         facts.refusals = graphs.mark_refusals(before, fusion_remarks)
         drawn.append(("before-fusion", "Before fusion", before))
     if LOWERING_PASS in record.ir_before:
         after = graphs.function_graph(record.ir_before[LOWERING_PASS], function)
         graphs.name_kernels(after, kernels, kept)
         graphs.group_combos(after, facts.combos)
-        graphs.mark_refusals(after, fusion_remarks)  # the refused edges join two kernels here
+        graphs.mark_refusals(after, fusion_remarks)  # here they join two kernels, or a fused GEMM and a kernel
         drawn.append(("after-fusion", "After fusion: kernels and combos", after))
     for anchor, title, graph in drawn:
         dot = graphs.to_dot(graph, title)
         svg, problem = graphs.render_svg(dot)
         facts.graph_problem = facts.graph_problem or problem
         facts.pictures.append((anchor, title, svg, dot))
+
+
+# braze-epilogue-fusion's remark for each fused GEMM it made.
+_EPILOGUE_MADE = re.compile(r"^'[^']+' fused with (\d+) op\(s\) into braze\.fused_gemm ")
+
+
+def _epilogues(remarks: list[Remark]) -> tuple[int, int]:
+    """(fused GEMMs made, ops they took) from braze-epilogue-fusion's remarks."""
+    taken = [int(match.group(1)) for match in map(_EPILOGUE_MADE.match, (r.message for r in remarks)) if match]
+    return len(taken), sum(taken)
 
 
 def _walk(op):

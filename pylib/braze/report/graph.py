@@ -61,8 +61,17 @@ BOX_KINDS = {
 }
 # Graphviz's layout program.
 DOT = "dot"
-# A fusion pass's refusal: "'consumer' not fused with its producer 'producer': why".
-_REFUSAL = re.compile(r"^'([^']+)' not fused with its producer '([^']+)': (.+)$")
+# A fusion pass's refusal, as (consumer, producer, why[, the producer's
+# location]): braze-fuse-pointwise's "'consumer' not fused with its
+# producer 'producer': why" and braze-epilogue-fusion's "'op' not fused into
+# the epilogue of 'gemm': why (the GEMM at loc(...))" (the op may read the
+# product through others, so the GEMM is named by its place) and, naming
+# no consumer, "'gemm' not fused with an epilogue: why".
+_REFUSALS = (re.compile(r"^'([^']+)' not fused with its producer '([^']+)': (.+)$"),
+             re.compile(r"^'([^']+)' not fused into the epilogue of '([^']+)': (.+) \(the GEMM at (loc\(.+\))\)$"),
+             re.compile(r"^()'([^']+)' not fused with an epilogue: (.+)$"))
+# Where the first of an op's places is (a fused location's first).
+_FIRST_PLACE = re.compile(r'"([^"]*)":(\d+):(\d+)')
 
 
 @dataclass
@@ -91,6 +100,9 @@ class Edge:
     source: str
     target: str
     refused: str | None = None  # the reason a fusion along this edge was refused
+    # False: no value flows along it (an epilogue refusal of an op that reads
+    # the product through others), so it does not shape the layout.
+    dataflow: bool = True
 
 
 @dataclass
@@ -221,23 +233,43 @@ def _add_region_op(graph: Graph, op, producer: dict, box: int | None) -> None:
             producer[result] = producer[value]
 
 
-def mark_refusals(graph: Graph, remarks: list) -> list[tuple[str, str, str, str, bool]]:
-    """Marks the edges the fusion pass's `remarks` (pipeline Remarks)
-    refused; returns every refusal as (location, consumer, producer,
-    reason, drawn)."""
+def _first_place(printed: str) -> str | None:
+    match = _FIRST_PLACE.search(printed)
+    return match and ":".join(match.groups())
+
+
+def mark_refusals(graph: Graph, remarks: list) -> list[tuple[str, str, str, str, str, bool]]:
+    """Marks the edges the fusion passes' `remarks` (pipeline Remarks)
+    refused; returns every refusal as (pass, location, consumer, producer,
+    reason, drawn); drawn is None when the remark names no consumer. An
+    epilogue refusal names its GEMM by place: the GEMM there, or the fused
+    GEMM that starts there (its location's first place) once the pass made
+    one; when the op does not read the GEMM's result itself, a refused edge
+    that carries no value joins them."""
     refusals = []
     for remark in remarks:
-        match = _REFUSAL.match(remark.message)
+        match = next(filter(None, (pattern.match(remark.message) for pattern in _REFUSALS)), None)
         if not match:
             continue
-        consumer, producer, reason = match.groups()
-        drawn = False
-        for edge in graph.edges:
-            target, source = graph.nodes[edge.target], graph.nodes[edge.source]
-            if target.op == consumer and target.location == remark.location and source.op == producer:
-                edge.refused = reason
-                drawn = True
-        refusals.append((remark.location, consumer, producer, reason, drawn))
+        consumer, producer, reason, producer_at = (*match.groups(), None)[:4]
+        if not consumer:
+            refusals.append((remark.pass_name, remark.location, "", producer, reason, None))
+            continue
+        producer_place = producer_at and _first_place(producer_at)
+        targets = {node.id for node in graph.nodes.values()
+                   if node.op == consumer and node.location == remark.location}
+        if producer_place is None:
+            sources = {node.id for node in graph.nodes.values() if node.op == producer}
+        else:
+            sources = {node.id for node in graph.nodes.values()
+                       if node.op in (producer, "braze.fused_gemm") and _first_place(node.printed) == producer_place}
+        edges = [edge for edge in graph.edges if edge.source in sources and edge.target in targets]
+        if not edges and producer_place is not None and len(sources) == len(targets) == 1:
+            edges = [Edge(next(iter(sources)), next(iter(targets)), dataflow=False)]
+            graph.edges += edges
+        for edge in edges:
+            edge.refused = reason
+        refusals.append((remark.pass_name, remark.location, consumer, producer, reason, bool(edges)))
     return refusals
 
 
@@ -375,7 +407,8 @@ def to_dot(graph: Graph, title: str) -> str:
         if edge.refused:
             lines.append(f"  {edge.source} -> {edge.target} [class=\"refused\", color=\"#d93025\", "
                          f"fontcolor=\"#d93025\", style=dashed, penwidth=1.6, label=\"refused\", "
-                         f"tooltip={_quote('not fused: ' + edge.refused)}];")
+                         f"tooltip={_quote('not fused: ' + edge.refused)}"
+                         f"{'' if edge.dataflow else ', constraint=false'}];")
         else:
             lines.append(f"  {edge.source} -> {edge.target};")
     lines.append("}")

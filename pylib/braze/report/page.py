@@ -82,15 +82,24 @@ def graphs(facts) -> str:
 
 
 def fusion(facts) -> str | None:
-    if facts.fused is None:
+    if facts.fused is None and facts.epilogues is None:
         return None
-    rows = [[escape(location), escape(consumer), escape(producer), escape(reason),
-             "yes" if drawn else "no (op not found in the picture)"]
-            for location, consumer, producer, reason, drawn in facts.refusals]
-    text = (f"<h2>Fusion decisions</h2><p>braze-fuse-pointwise fused {facts.fused} producer/consumer pair(s) "
-            f"and refused {len(rows)}.</p>")
+    rows = [[escape(pass_name), escape(location), escape(consumer or "-"), escape(producer), escape(reason),
+             "-" if drawn is None else "yes" if drawn else "no (an op not found in the picture)"]
+            for pass_name, location, consumer, producer, reason, drawn in facts.refusals]
+    said = []
+    if facts.epilogues is not None:
+        gemms, taken = facts.epilogues
+        own = [row for row in facts.refusals if row[0] == "braze-epilogue-fusion"]
+        alone = sum(not consumer for _, _, consumer, *_ in own)
+        said.append(f"braze-epilogue-fusion made {gemms} fused GEMM(s) of {taken} op(s) besides their products, "
+                    f"left {alone} GEMM(s) without an epilogue and refused {len(own) - alone} op(s).")
+    if facts.fused is not None:
+        refused = sum(row[0] == "braze-fuse-pointwise" for row in facts.refusals)
+        said.append(f"braze-fuse-pointwise fused {facts.fused} producer/consumer pair(s) and refused {refused}.")
+    text = f"<h2>Fusion decisions</h2><p>{' '.join(said)}</p>"
     if rows:
-        text += _table(["at", "consumer", "producer", "why not fused", "drawn"], rows)
+        text += _table(["pass", "at", "consumer", "producer", "why not fused", "drawn"], rows)
     return text
 
 
