@@ -164,6 +164,21 @@ def test_compiles_in_a_profile_are_traced(tmp_path):
     assert call["ts"] >= whole["ts"] + whole["dur"]
 
 
+def test_braze_compile_traces_its_capture(tmp_path):
+    """braze.compile's torch.export is the `capture` stage, on the compiling
+    thread's lane before the compile it feeds (one each)."""
+    class Twice(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x) * 2
+
+    with braze.profile(tmp_path / "t.json") as tracer:
+        braze.compile(Twice(), (torch.randn(4),))
+    stages = [e for e in complete_events(tracer.trace()) if e["cat"] == "compile" and "pipeline" not in e["args"]]
+    assert [e["name"] for e in stages] == ["capture", "compile for cpu", "passes", "codegen", "build"]
+    capture, whole = stages[:2]
+    assert capture["tid"] == whole["tid"] and capture["ts"] + capture["dur"] <= whole["ts"]
+
+
 def test_control_flow_steps_have_their_own_category(tmp_path):
     program = braze.compile_mlir(SWITCH)
     x = torch.randn(8)
