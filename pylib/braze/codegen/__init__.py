@@ -32,6 +32,9 @@ class Emitted:
     kernels: dict  # kernel name -> KernelSpec, in program order
     extension: str
     launches: dict = field(default_factory=dict)  # combo launch function -> its sub-kernels
+    # C-like GPU renderers: combo launch function -> (sub-kernel, buffer) of
+    # each buffer parameter (codegen/gpu_combo.py).
+    launch_buffers: dict = field(default_factory=dict)
 
 
 def renderer_class(target: str):
@@ -80,13 +83,10 @@ def emit_kernels(operations: list, target: str, threads: int | None = None) -> E
 
         source, specs, launches = render_unit(kernels, combos, threads)
         return Emitted(source, specs, chosen.extension, launches)
-    if combos:
-        raise BrazeError(f"the {target} renderer cannot spell braze.combo yet: run without "
-                         "braze-combo-kernels for this target")
-    from braze.codegen.gpu import DEFAULT_THREADS, render_source
+    from braze.codegen.gpu import DEFAULT_THREADS, render_unit
 
-    source, specs = render_source(chosen, kernels, threads=threads or DEFAULT_THREADS)
-    return Emitted(source, specs, chosen.extension)
+    unit = render_unit(chosen, kernels, combos, threads=threads or DEFAULT_THREADS)
+    return Emitted(unit.source, unit.kernels, chosen.extension, unit.launches, unit.launch_buffers)
 
 
 def emit(module, target: str, threads: int | None = None) -> dict[str, Emitted]:

@@ -41,9 +41,14 @@ class CudaRenderer(GpuRenderer):
     local_id = "threadIdx.x"
     block_id = "blockIdx.x"
 
-    @property
-    def kernel_prefix(self) -> str:
-        return f'extern "C" __global__ void __launch_bounds__({self.threads})'
+    device_prefix = "static __device__"
+    # A __global__ function's parameters may hold 4 KB on every GPU and
+    # driver (32764 bytes only from CUDA 12.1 on Volta and later); HIP's
+    # are limited alike.
+    max_launch_parameters = 4096 // 8
+
+    def launch_prefix(self, threads: int) -> str:
+        return f'extern "C" __global__ void __launch_bounds__({threads})'
 
     def parameters(self) -> list[str]:
         # Inputs are read-only for the kernel's whole run: __restrict__ lets

@@ -21,19 +21,33 @@ A kernel's `braze.schedule` attribute (from `braze-gpu-schedule`) sets the
 strategy and the threads per block; without it: "points" or "block_tree",
 and the renderer's default threads. The launch shape is recorded in the
 kernel's `KernelSpec` (`threads`, `strategy`).
+
+A kernel rendered as a combo's sub-kernel (`launch_threads` given; see
+codegen/gpu_combo.py) is a device function instead of a launch: it takes
+its block and thread numbers as arguments, and its shared memory as a
+pointer into the combo's pool. Its launch may have more threads than its
+own: those extra threads idle. They return at once where the kernel has no
+barrier; in a block tree they take no reduction point and no tree slot but
+still meet every barrier (a barrier some threads of the block skip
+deadlocks or is undefined).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlir import ir
 
-from braze.codegen.analysis import KernelAnalysis, type_name
+from braze.codegen.analysis import KernelAnalysis, combo_kernels, type_name
 from braze.codegen.renderer import CStyleRenderer
 from braze.errors import BrazeError
 
 GPU_PRELUDE = Path(__file__).with_name("gpu_prelude.h").read_text()
+# Bytes of each C type a block tree keeps in shared memory (a combo's
+# sub-kernels carve their buffers from one pool of 8-byte words).
+SHARED_SIZES = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "int": 4, "int16_t": 2, "int8_t": 1,
+                "uint16_t": 2, "uint8_t": 1, "bool": 1}
 DEFAULT_THREADS = 256
 STRATEGIES = ("points", "block_tree", "row_per_thread")
 
@@ -67,11 +81,19 @@ class GpuRenderer(CStyleRenderer):
     kernel_prefix = ""  # e.g. 'extern "C" __global__ void'
     global_space = ""  # address space of buffers ("__global", "device")
     shared_space = ""  # "__shared__", "__local", "threadgroup"
+    shared_pointer_space = ""  # how a pointer into shared memory is qualified (CUDA: generic, none)
+    device_prefix = "static"  # a combo sub-kernel's device function
+    # Parameters a launch function may take (pointers, 8 bytes each): the
+    # API's own limit, which a combo's launch is checked against.
+    max_launch_parameters = 0
     barrier = ""
     local_id = ""  # this thread's number in its block
     block_id = ""  # the block's number in the grid
 
-    def __init__(self, analysis: KernelAnalysis, threads: int = DEFAULT_THREADS):
+    def __init__(self, analysis: KernelAnalysis, threads: int = DEFAULT_THREADS,
+                 launch_threads: int | None = None):
+        """`launch_threads`: render a combo sub-kernel (a device function)
+        launched with that many threads per block, at least its own."""
         super().__init__(analysis)
         self.strategy = "block_tree" if analysis.reduce else "points"
         schedule = analysis.kernel.attributes["braze.schedule"] if "braze.schedule" in analysis.kernel.attributes else None
@@ -84,8 +106,17 @@ class GpuRenderer(CStyleRenderer):
         if threads < 1 or threads & (threads - 1):
             raise BrazeError(f"kernel {analysis.name}: threads per block must be a power of two, got {threads}")
         self.threads = threads
-        self.shared: list[str] = []
+        self.shared: list[tuple[str, str]] = []  # (C type, name): `threads` elements each
         self.tree = self.strategy == "block_tree"
+        self.sub_kernel = launch_threads is not None
+        if self.sub_kernel and launch_threads < threads:
+            raise BrazeError(f"kernel {analysis.name}: a combo launch of {launch_threads} threads per block "
+                             f"cannot run a sub-kernel of {threads}")
+        # Threads of the launch beyond this kernel's own, which must idle.
+        self.idle = self.sub_kernel and launch_threads > threads
+        self.thread, self.block = ("bz_thread", "bz_block") if self.sub_kernel else (self.local_id, self.block_id)
+        # The bound of this thread's strided loops over the reduction points.
+        self.points_bound = "my_points" if self.idle and self.tree else "reduce_points"
 
     def special_float(self, kind: str, c_type: str) -> str:
         return f"BZ_{kind.upper()}_{'F' if c_type == 'float' else 'D'}"
@@ -102,8 +133,50 @@ class GpuRenderer(CStyleRenderer):
                    for n, v in enumerate(self.a.results)]
         return params + [f"{space}const int64_t* sizes", f"{space}int* failed"]
 
+    def launch_prefix(self, threads: int) -> str:
+        """What precedes a launch function's name (`threads` per block)."""
+        return self.kernel_prefix
+
+    def launch_parameters(self, params: list[str]) -> list[str]:
+        """A launch function's parameters from the buffer parameters
+        `params` (Metal adds argument-table slots and thread positions)."""
+        return params
+
+    def shared_pointer(self, c_type: str) -> str:
+        space = f"{self.shared_pointer_space} " if self.shared_pointer_space else ""
+        return f"{space}{c_type}*"
+
+    @property
+    def shared_words(self) -> int:
+        """8-byte words of shared memory the kernel needs."""
+        return sum(-(-SHARED_SIZES[c_type] * self.threads // 8) for c_type, _ in self.shared)
+
     def signature(self) -> str:
-        return f"{self.kernel_prefix} {self.a.name}({', '.join(self.parameters())})"
+        if not self.sub_kernel:
+            params = self.launch_parameters(self.parameters())
+            return f"{self.launch_prefix(self.threads)} {self.a.name}({', '.join(params)})"
+        params = self.parameters()
+        if self.shared:
+            params.append(f"{self.shared_pointer('int64_t')} bz_shared")
+        params += ["const int64_t bz_block", "const int64_t bz_thread"]
+        return f"{self.device_prefix} void {self.a.name}({', '.join(params)})"
+
+    def _shared_declarations(self) -> list[str]:
+        """A launch declares its shared arrays; a sub-kernel carves them
+        from its combo's pool (8-byte aligned, one after the other)."""
+        if not self.sub_kernel:
+            return [f"  {self.shared_space} {c_type} {name}[{self.threads}];" for c_type, name in self.shared]
+        lines, word = [], 0
+        for c_type, name in self.shared:
+            pointer = self.shared_pointer(c_type)
+            lines.append(f"  {pointer} {name} = ({pointer})(bz_shared + {word});")
+            word += -(-SHARED_SIZES[c_type] * self.threads // 8)
+        return lines
+
+    def _past_the_end(self, point: str, total: str) -> str:
+        """The early return of a thread with no point (no barrier follows)."""
+        idle = f"{self.thread} >= {self.threads} || " if self.idle else ""
+        return f"  if ({idle}{point} >= {total}) return;"
 
     # -- structure ------------------------------------------------------
     def render(self) -> str:
@@ -121,8 +194,8 @@ class GpuRenderer(CStyleRenderer):
         body: list[str] = []
         if not a.reduce:
             total = " * ".join(f"n{d}" for d in range(a.rank)) or "1"
-            body.append(f"  const int64_t point = (int64_t){self.block_id} * {self.threads} + {self.local_id};")
-            body.append(f"  if (point >= {total}) return;")
+            body.append(f"  const int64_t point = (int64_t){self.block} * {self.threads} + {self.thread};")
+            body.append(self._past_the_end("point", total))
             body += self._decode("point", a.parallel, "  ")
             for op in a.ops:
                 if op.operation.name == "braze.store":
@@ -131,14 +204,16 @@ class GpuRenderer(CStyleRenderer):
                     self.define(op, body, "  ")
         else:
             if self.tree:
-                body.append(f"  const int64_t tid = {self.local_id};")
-                body.append(f"  const int64_t point = {self.block_id};")
+                body.append(f"  const int64_t tid = {self.thread};")
+                body.append(f"  const int64_t point = {self.block};")
             else:
                 rows = " * ".join(f"n{d}" for d in a.parallel) or "1"
-                body.append(f"  const int64_t point = (int64_t){self.block_id} * {self.threads} + {self.local_id};")
-                body.append(f"  if (point >= {rows}) return;")
+                body.append(f"  const int64_t point = (int64_t){self.block} * {self.threads} + {self.thread};")
+                body.append(self._past_the_end("point", rows))
             body += self._decode("point", a.parallel, "  ")
             body.append(f"  const int64_t reduce_points = {' * '.join(f'n{d}' for d in a.reduce)};")
+            if self.points_bound != "reduce_points":
+                body.append(f"  const int64_t my_points = tid < {self.threads} ? reduce_points : 0;")
             for op in a.ops:
                 name = op.operation.name
                 if name == "braze.reduce":
@@ -156,8 +231,7 @@ class GpuRenderer(CStyleRenderer):
                 inner += [self.store_line(op) for op in stores]
                 self.names = saved
                 body += self._over_reduction_points(inner)
-        shared = [f"  {self.shared_space} {line}" for line in self.shared]
-        return "\n".join([self.signature() + " {"] + head + shared + body + ["}"])
+        return "\n".join([self.signature() + " {"] + head + self._shared_declarations() + body + ["}"])
 
     def _decode(self, linear: str, dims: list[int], indent: str) -> list[str]:
         """Row-major indices `i<d>` of the number `linear` over `dims`."""
@@ -177,7 +251,7 @@ class GpuRenderer(CStyleRenderer):
     def _over_reduction_points(self, lines: list[str]) -> list[str]:
         """`lines` in this thread's share of the reduction points."""
         if self.tree:
-            out = [f"  for (int64_t r = tid; r < reduce_points; r += {self.threads}) {{"]
+            out = [f"  for (int64_t r = tid; r < {self.points_bound}; r += {self.threads}) {{"]
         else:
             out = ["  for (int64_t r = 0; r < reduce_points; ++r) {"]
         out += self._decode("r", self.a.reduce, "    ")
@@ -189,6 +263,8 @@ class GpuRenderer(CStyleRenderer):
         level thread t < s merges slot t + s into slot t (`combine` is a
         statement over `A` (slot t) and `B` (slot t + s) of each buffer)."""
         out = [f"  {buffer}[tid] = {buffer}_mine;" for buffer in buffers]
+        if self.idle:  # the pool holds slots for this kernel's own threads only
+            out = [f"  if (tid < {self.threads}) {{ {' '.join(line.strip() for line in out)} }}"]
         out.append(f"  {self.barrier};")
         out.append(f"  for (int s = {self.threads // 2}; s > 0; s >>= 1) {{")
         statement = combine
@@ -207,7 +283,7 @@ class GpuRenderer(CStyleRenderer):
         if kind == "argmax":
             at = f"{name}_at"
             if self.tree:
-                self.shared += [f"{value_type} {buffer}[{self.threads}];", f"int64_t {at}[{self.threads}];"]
+                self.shared += [(value_type, buffer), ("int64_t", at)]
             out.append(f"  {value_type} {buffer}_mine = 0;")
             out.append(f"  int64_t {at}_mine = -1;")
             better = self._better(value, f"{buffer}_mine", value_type)
@@ -226,7 +302,7 @@ class GpuRenderer(CStyleRenderer):
         is_bool = type_name(op.operation.operands[0].type) == "i1"
         acc_type = "int" if is_bool else value_type
         if self.tree:
-            self.shared.append(f"{acc_type} {buffer}[{self.threads}];")
+            self.shared.append((acc_type, buffer))
         start, combine = self._reduction(op, kind, value_type, is_bool)
         out.append(f"  {acc_type} {buffer}_mine = {start};")
         out += self._over_reduction_points(
@@ -270,13 +346,51 @@ def render_source(renderer_type, kernels: list, prefix: str = "braze_kernel",
                   threads: int = DEFAULT_THREADS) -> tuple[str, dict]:
     """One source holding every kernel (named `<prefix>_<n>`), and their
     specs by name."""
+    unit = render_unit(renderer_type, kernels, (), prefix, threads)
+    return unit.source, unit.kernels
+
+
+@dataclass
+class GpuUnit:
+    source: str
+    kernels: dict  # name -> KernelSpec, in program order
+    launches: dict = field(default_factory=dict)  # combo launch function -> its sub-kernels
+    # Combo launch function -> (sub-kernel, buffer) of each buffer parameter
+    # (codegen/gpu_combo.py: launch_buffers).
+    launch_buffers: dict = field(default_factory=dict)
+
+
+def render_unit(renderer_type, kernels: list, combos: list = (), prefix: str = "braze_kernel",
+                threads: int = DEFAULT_THREADS) -> GpuUnit:
+    """Every kernel of a function (`kernels`, in program order, a combo's
+    sub-kernels where the combo is) named `<prefix>_<n>`; those of `combos`
+    as device functions called by one `<prefix>_combo_<m>` launch function
+    per combo (codegen/gpu_combo.py)."""
+    analyses = {kernel: KernelAnalysis(kernel, f"{prefix}_{number}") for number, kernel in enumerate(kernels)}
+    # A sub-kernel's device function needs its launch's threads: the most of its combo's.
+    launch_threads = {}
+    for combo in combos:
+        members = combo_kernels(combo)
+        most = max(renderer_type(analyses[kernel], threads).threads for kernel in members)
+        launch_threads.update((kernel, most) for kernel in members)
     parts = [renderer_type.head, GPU_PRELUDE]
-    specs = {}
-    for number, kernel in enumerate(kernels):
-        analysis = KernelAnalysis(kernel, f"{prefix}_{number}")
-        renderer = renderer_type(analysis, threads)
+    unit = GpuUnit("", {})
+    renderers = {}
+    for kernel, analysis in analyses.items():
+        renderer = renderers[kernel] = renderer_type(analysis, threads, launch_threads.get(kernel))
         parts.append(renderer.render())
         spec = analysis.spec()
         spec.threads, spec.strategy = renderer.threads, renderer.strategy
-        specs[analysis.name] = spec
-    return "\n\n".join(parts) + "\n", specs
+        unit.kernels[analysis.name] = spec
+    if combos:
+        from braze.codegen.gpu_combo import render_combo
+
+        for number, combo in enumerate(combos):
+            name = f"{prefix}_combo_{number}"
+            members = [renderers[kernel] for kernel in combo_kernels(combo)]
+            unit.launches[name] = [r.a.name for r in members]
+            source, unit.launch_buffers[name] = render_combo(
+                name, combo, members, [unit.kernels[r.a.name] for r in members])
+            parts.append(source)
+    unit.source = "\n\n".join(parts) + "\n"
+    return unit

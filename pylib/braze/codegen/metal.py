@@ -16,6 +16,13 @@ using namespace metal;
 #define bz_as_uint(x) as_type<uint32_t>(x)
 #define BZ_NAN_F NAN
 #define BZ_INF_F INFINITY
+// A pointer into threadgroup memory (how a combo's sub-kernels get their share of the
+// launch's pool). The C++ shim that runs this file on a CPU (target/metal_shim) turns
+// `threadgroup` declarations into statics, which a pointer type cannot carry: it defines
+// this name empty first.
+#ifndef BZ_THREADGROUP_POINTER
+#define BZ_THREADGROUP_POINTER threadgroup
+#endif
 // exp(x) - 1 and log(1 + x) without cancellation near 0 (Kahan's forms).
 static inline float bz_expm1(float x) {
   float u = exp(x);
@@ -47,12 +54,15 @@ class MetalRenderer(GpuRenderer):
     kernel_prefix = "kernel void"
     global_space = "device"
     shared_space = "threadgroup"
+    shared_pointer_space = "BZ_THREADGROUP_POINTER"
+    # A kernel's buffer argument table has 31 entries ([[buffer(0)]] to [[buffer(30)]]).
+    max_launch_parameters = 31
     barrier = "threadgroup_barrier(mem_flags::mem_threadgroup)"
     local_id = "bz_tid"
     block_id = "bz_bid"
     int64_min = "((int64_t)(-9223372036854775807L - 1))"
 
-    def parameters(self) -> list[str]:
-        params = [f"{p} [[buffer({n})]]" for n, p in enumerate(super().parameters())]
+    def launch_parameters(self, params: list[str]) -> list[str]:
+        params = [f"{p} [[buffer({n})]]" for n, p in enumerate(params)]
         return params + ["uint bz_tid [[thread_position_in_threadgroup]]",
                          "uint bz_bid [[threadgroup_position_in_grid]]"]

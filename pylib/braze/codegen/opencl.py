@@ -38,6 +38,15 @@ class OpenCLRenderer(GpuRenderer):
     kernel_prefix = "__kernel void"
     global_space = "__global"
     shared_space = "__local"
+    shared_pointer_space = "__local"
+    # Inlined by force: PoCL 3.1's LLVM 15 inliner crashes (a segfault in
+    # getUnderlyingObject while it simplifies a clone) on some combos of six
+    # or more sub-kernels; the always-inline path does not, and GPU
+    # compilers inline these functions anyway.
+    device_prefix = "static inline __attribute__((always_inline))"
+    # CL_DEVICE_MAX_PARAMETER_SIZE is at least 1024 bytes in the full
+    # profile: 128 pointers.
+    max_launch_parameters = 1024 // 8
     barrier = "barrier(CLK_LOCAL_MEM_FENCE)"
     local_id = "get_local_id(0)"
     block_id = "get_group_id(0)"
