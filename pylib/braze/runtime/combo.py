@@ -1,10 +1,22 @@
 """The step running a `braze.combo`: every sub-kernel's launch prepared
 (inputs checked, outputs allocated, sizes built, as a kernel step does),
-then one launch for all of them, which a target's step factory defines."""
+then one launch for all of them, which a target's step factory defines.
+`GpuComboCall` is the host side the C-like GPU targets share (OpenCL, CUDA,
+the Metal shim; codegen/gpu_combo.py is the device side)."""
 
 from __future__ import annotations
 
+import array
+
 from braze.errors import BrazeError
+
+
+def launch_size(dispatch: str, items: list[int]) -> int:
+    """Blocks (Triton: programs) of a combo's 1-D launch, given each
+    sub-kernel's (codegen/triton/combo.py, codegen/gpu_combo.py)."""
+    if dispatch == "sequential":
+        return sum(items)
+    return len(items) * max(items)  # round_robin and flattened: K slots of the most items
 
 
 class ComboCall:
@@ -32,3 +44,53 @@ class ComboCall:
         for call, (_, outputs, _, _) in zip(self.calls, prepared):
             for slot, tensor in zip(call.outputs, outputs):
                 env[slot] = tensor
+
+
+class GpuComboCall(ComboCall):
+    """The host side of a combo of the C-like GPU renderers
+    (codegen/gpu_combo.py): per call, each sub-kernel's blocks
+    (`KernelSpec.blocks` over its extents), the launch's `sizes` array (those
+    blocks, then every sub-kernel's own sizes), its grid and its buffers
+    (`buffers`: the (sub-kernel, buffer) of each buffer parameter, from
+    `Unit.launch_buffers`). A target's launcher defines `run`."""
+
+    def __init__(self, name: str, calls: list, op, buffers: list[tuple[int, int]]):
+        super().__init__(name, calls)
+        self.dispatch = op.attributes["dispatch"].value
+        self.buffers = buffers
+        # Buffer parameters a sub-kernel writes (the launcher copies them back, or not).
+        self.written = [n >= len(calls[k].inputs) for k, n in buffers]
+        self.threads = max(call.spec.threads for call in calls)
+        self.size_counts = [call.spec.size_count for call in calls]
+        self.can_fail = any(call.spec.can_fail for call in calls)
+        # Static, contiguous sub-kernels pass the same sizes on every call.
+        self.static_sizes = None
+        if all(call.static for call in calls):
+            self.static_sizes = self._sizes([call.spec.blocks(call.domain) for call in calls],
+                                            [call.static_sizes for call in calls])
+
+    def _sizes(self, blocks: list[int], kernel_sizes: list) -> array.array:
+        # Exactly `size_count` entries per sub-kernel: a kernel without sizes
+        # holds a placeholder entry that must not shift the next one's.
+        return array.array("q", blocks + [size for sizes, count in zip(kernel_sizes, self.size_counts)
+                                          for size in sizes[:count]])
+
+    def launch(self, prepared: list[tuple]) -> int:
+        blocks = [call.spec.blocks(extents) for call, (_, _, extents, _) in zip(self.calls, prepared)]
+        grid = launch_size(self.dispatch, blocks)
+        if grid == 0:
+            return 0  # every sub-kernel's results are empty
+        if self.static_sizes is not None and all(
+                sizes is call.static_sizes for call, (_, _, _, sizes) in zip(self.calls, prepared)):
+            sizes = self.static_sizes
+        else:
+            sizes = self._sizes(blocks, [kernel_sizes for _, _, _, kernel_sizes in prepared])
+        tensors = [(prepared[k][0] + prepared[k][1])[n] for k, n in self.buffers]
+        return self.run(tensors, sizes, grid)
+
+    def run(self, tensors: list, sizes: array.array, blocks: int) -> int:
+        """One launch of `blocks` blocks of `self.threads` threads over the
+        buffer parameters `tensors` and `sizes` (the static array object
+        itself when nothing changed, so a launcher may cache its copy).
+        Returns the failure flag."""
+        raise NotImplementedError

@@ -30,6 +30,7 @@ import torch
 
 from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError
+from braze.runtime.combo import GpuComboCall
 from braze.runtime.executor import KernelCall, StepFactory
 
 # gridDim.x's limit on every architecture braze compiles for (sm_30 on).
@@ -58,11 +59,14 @@ def checked(driver, returned, what: str):
 
 def grid(spec: KernelSpec, extents: list[int]) -> tuple[int, int]:
     """(blocks, threads per block) of one launch over `extents`."""
-    blocks = spec.blocks(extents)
+    return _checked_blocks(f"kernel {spec.name}", spec.blocks(extents), spec.threads), spec.threads
+
+
+def _checked_blocks(what: str, blocks: int, threads: int) -> int:
     if blocks > MAX_BLOCKS:
-        raise BrazeError(f"kernel {spec.name}: {blocks} blocks of {spec.threads} threads exceed CUDA's grid "
+        raise BrazeError(f"{what}: {blocks} blocks of {threads} threads exceed CUDA's grid "
                          f"limit of {MAX_BLOCKS} blocks")
-    return blocks, spec.threads
+    return blocks
 
 
 class KernelParameters:
@@ -82,21 +86,31 @@ class KernelParameters:
         return ctypes.addressof(self.addresses)
 
 
-class _CudaKernelCall(KernelCall):
+class _DeviceSizes:
+    """Copies a launch's `sizes` array to the device: the static array
+    (`static_sizes`, None unless every size is static) once, others per call."""
+
+    static_sizes = None
+    static_sizes_on_device = None
+    kernels: "CudaKernels"
+
+    def _sizes_on_device(self, sizes) -> torch.Tensor:
+        if self.static_sizes is not None and sizes is self.static_sizes:
+            if self.static_sizes_on_device is None:
+                self.static_sizes_on_device = self.kernels.to_device(sizes)
+            return self.static_sizes_on_device
+        return self.kernels.to_device(sizes)
+
+    def _failure_flag(self, can_fail: bool, device) -> torch.Tensor:
+        return torch.zeros(1, dtype=torch.int32, device=device) if can_fail else self.kernels.never_failed()
+
+
+class _CudaKernelCall(_DeviceSizes, KernelCall):
     def __init__(self, kernels: "CudaKernels", spec: KernelSpec, op, slots: dict):
         super().__init__(spec, op, slots, kernels.device)
         self.kernels = kernels
         self.spec = spec
         self.function = None  # loaded at the first launch
-        self.static_sizes_on_device = None
-
-    def _sizes_on_device(self, sizes) -> torch.Tensor:
-        """The `sizes` array on the device: a static kernel's once, others per call."""
-        if self.static and sizes is self.static_sizes:
-            if self.static_sizes_on_device is None:
-                self.static_sizes_on_device = self.kernels.to_device(sizes)
-            return self.static_sizes_on_device
-        return self.kernels.to_device(sizes)
 
     def launch(self, inputs, outputs, extents, sizes) -> int:
         blocks, threads = grid(self.spec, extents)
@@ -104,8 +118,7 @@ class _CudaKernelCall(KernelCall):
             return 0  # no point to compute; results are empty
         if self.function is None:
             self.function = self.kernels.function(self.name)
-        failed = (torch.zeros(1, dtype=torch.int32, device=self.device) if self.spec.can_fail
-                  else self.kernels.never_failed())
+        failed = self._failure_flag(self.spec.can_fail, self.device)
         parameters = KernelParameters([t.data_ptr() for t in inputs] + [t.data_ptr() for t in outputs]
                                       + [self._sizes_on_device(sizes).data_ptr(), failed.data_ptr()])
         self.kernels.launch(self.function, blocks, threads, parameters)
@@ -113,22 +126,50 @@ class _CudaKernelCall(KernelCall):
         return int(failed.item()) if self.spec.can_fail else 0
 
 
+class _CudaComboCall(_DeviceSizes, GpuComboCall):
+    """A combo's launch function (codegen/gpu_combo.py): one `cuLaunchKernel`
+    of the most threads of its sub-kernels, every buffer parameter a device
+    pointer, then `sizes` (each sub-kernel's blocks, then its sizes) and one
+    failure flag for the whole combo."""
+
+    def __init__(self, kernels: "CudaKernels", name: str, calls: list, op, buffers: list):
+        super().__init__(name, calls, op, buffers)
+        self.kernels = kernels
+        self.function = None  # loaded at the first launch
+
+    def run(self, tensors, sizes, blocks) -> int:
+        _checked_blocks(f"combo {self.name}", blocks, self.threads)
+        if self.function is None:
+            self.function = self.kernels.function(self.name)
+        device = self.kernels.device
+        failed = self._failure_flag(self.can_fail, device)
+        parameters = KernelParameters([t.data_ptr() for t in tensors]
+                                      + [self._sizes_on_device(sizes).data_ptr(), failed.data_ptr()])
+        self.kernels.launch(self.function, blocks, self.threads, parameters)
+        return int(failed.item()) if self.can_fail else 0
+
+
 class CudaKernels(StepFactory):
     """The CUDA target's step factory over one cubin, for one device.
 
     `driver` is cuda-bindings' `cuda.bindings.driver` (the default) or an
-    object with the same calls (tests use a recording one)."""
+    object with the same calls (tests use a recording one);
+    `launch_buffers`: the combos' buffer parameters (`Unit.launch_buffers`)."""
 
-    def __init__(self, cubin: bytes, device: torch.device, driver=None):
+    def __init__(self, cubin: bytes, device: torch.device, driver=None, launch_buffers: dict | None = None):
         self.module = None  # first: __del__ reads it even when __init__ fails
         self.cubin = cubin
         self.device = torch.device(device)
         self.driver = driver or driver_api()
         self.context = None
         self.unused_flag = None
+        self.launch_buffers = launch_buffers or {}
 
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
         return _CudaKernelCall(self, spec, op, slots)
+
+    def combo_call(self, name: str, calls: list[KernelCall], op):
+        return _CudaComboCall(self, name, calls, op, self.launch_buffers[name])
 
     def __del__(self):
         # Programs come and go (torch.compile recompiles): unload the module

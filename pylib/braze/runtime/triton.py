@@ -30,10 +30,9 @@ import numpy as np
 import torch
 
 from braze.codegen.analysis import KernelSpec, combo_schedules
-from braze.codegen.triton.combo import combo_grid
 from braze.errors import BrazeError
 from braze.runtime.autotune import Config, Tuner, shape_class
-from braze.runtime.combo import ComboCall
+from braze.runtime.combo import ComboCall, launch_size
 from braze.runtime.executor import KernelCall, StepFactory
 
 
@@ -169,7 +168,7 @@ class _TritonComboCall(ComboCall):
     def launch(self, prepared: list[tuple]) -> int:
         items = [-(-math.prod(e for d, e in enumerate(extents) if d not in spec.reduce) // block)
                  for spec, block, (_, _, extents, _) in zip(self.specs, self.blocks, prepared)]
-        programs = combo_grid(self.dispatch, items)
+        programs = launch_size(self.dispatch, items)
         if programs == 0:
             return 0
         device = next(t.device for inputs, outputs, _, _ in prepared for t in inputs + outputs)

@@ -106,6 +106,9 @@ class Unit:
     kernels: dict  # kernel name -> KernelSpec, in program order
     launches: dict = dataclasses.field(default_factory=dict)  # launch name -> kernel names
     extension: str = ".cpp"
+    # C-like GPU targets: launch name -> (sub-kernel, buffer) of each of its
+    # buffer parameters (codegen/gpu_combo.py: launch_buffers).
+    launch_buffers: dict = dataclasses.field(default_factory=dict)
 
 
 class Target:
@@ -164,7 +167,7 @@ class Target:
         from braze.codegen import emit_kernels
 
         emitted = emit_kernels(operations, self.name, getattr(options, "threads", None))
-        return Unit(emitted.source, emitted.kernels, emitted.launches, emitted.extension)
+        return Unit(emitted.source, emitted.kernels, emitted.launches, emitted.extension, emitted.launch_buffers)
 
     def build(self, unit: Unit, options: TargetOptions) -> Built:
         raise NotImplementedError

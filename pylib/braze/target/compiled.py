@@ -207,6 +207,10 @@ class CudaTarget(CompileOnlyTarget):
     device = "cuda"
     options_type = CudaOptions
     install = "pip install 'braze[cuda]' (NVRTC and cuda-bindings), or the CUDA toolkit's nvcc"
+    # A combo's launch takes its buffers, `sizes` and `failed` as 8-byte
+    # pointers; 250 buffers (2016 bytes) fit the 4 KB of parameters every
+    # GPU and driver takes (32764 bytes only from CUDA 12.1 on Volta+).
+    combo_arguments = 250
 
     def options(self, given=None):
         options = super().options(given)
@@ -240,7 +244,7 @@ class CudaTarget(CompileOnlyTarget):
         from braze.runtime.cuda import CudaKernels
 
         path, cubin, hit = self.compile_artifact(unit, options)
-        return Built(CudaKernels(cubin, self.run_device()), path, hit)
+        return Built(CudaKernels(cubin, self.run_device(), launch_buffers=unit.launch_buffers), path, hit)
 
     def device_missing(self) -> str | None:
         import torch
@@ -270,6 +274,7 @@ class HipTarget(CompileOnlyTarget):
     device = "cuda"  # ROCm builds of torch name their device "cuda"
     options_type = HipOptions
     install = "apt-get install hipcc (ROCm; Debian's builds for gfx90a)"
+    combo_arguments = 250  # as CUDA's: 4 KB of kernel arguments
 
 
     def toolchain(self, options: HipOptions, unit: Unit) -> Toolchain:
@@ -284,12 +289,15 @@ class MetalTarget(CompileOnlyTarget):
     options_type = MetalOptions
     device = "cpu"  # here: kernels run in the C++ shim, on host tensors
     install = "a C++20 compiler (g++ 11+) for the shim; Apple's Metal toolchain is not used yet"
+    # A Metal kernel's buffer argument table has 31 slots: a combo's buffers,
+    # then `sizes` and `failed`.
+    combo_arguments = 29
 
 
     def toolchain(self, options, unit: Unit) -> Toolchain:
         from braze.target.metal_shim import MetalShimToolchain
 
-        return MetalShimToolchain(unit.kernels)
+        return MetalShimToolchain(unit)
 
     def build(self, unit: Unit, options) -> Built:
         """Here: the kernels run in the C++ shim on the CPU (an emulation
@@ -297,7 +305,7 @@ class MetalTarget(CompileOnlyTarget):
         from braze.target.metal_shim import ShimKernels
 
         path, library, hit = self.compile_artifact(unit, options)
-        return Built(ShimKernels(library), path, hit)
+        return Built(ShimKernels(library, unit.launch_buffers), path, hit)
 
     def device_missing(self) -> str | None:
         return None  # the shim runs anywhere a C++20 compiler does

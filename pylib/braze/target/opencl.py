@@ -73,13 +73,19 @@ class OpenCLTarget(Target):
     device = "cpu"  # tensors stay on the host; kernels copy them to the OpenCL device
     options_type = GpuOptions
     install = "pip install 'braze[opencl]' and an OpenCL driver (Debian: pocl-opencl-icd)"
+    # A combo's launch takes its buffers, `sizes` and `failed`, 8 bytes each;
+    # the full profile guarantees CL_DEVICE_MAX_PARAMETER_SIZE >= 1024 bytes
+    # (128 pointers): 100 buffers (816 bytes in all) leave a margin, and the
+    # launcher checks the device's own limit (runtime/opencl.py).
+    combo_arguments = 100
 
     def build(self, unit: Unit, options: GpuOptions) -> Built:
         from braze.runtime.opencl import OpenCLKernels
 
         cache = NativeCache(directory=options.cache_dir, toolchain=OpenCLToolchain(), salt=options.key())
         program = cache.load(unit.source)
-        return Built(OpenCLKernels(program), cache.source_path(unit.source), cache.compilations == 0)
+        return Built(OpenCLKernels(program, unit.launch_buffers), cache.source_path(unit.source),
+                     cache.compilations == 0)
 
     def compiler_missing(self) -> str | None:
         try:

@@ -13,7 +13,7 @@ reduction) as constants:
 * flattened: id = k * M + item (M the most items of a sub-kernel); ids past
   a sub-kernel's items do nothing.
 
-The grid (runtime/triton.py) is one axis: no y-grid, whose 65535 limit a
+The grid (runtime/triton.py, `runtime/combo.py: launch_size`) is one axis: no y-grid, whose 65535 limit a
 large combo would pass. Every store stays masked as in a standalone kernel.
 """
 
@@ -82,9 +82,3 @@ def render_combo(name: str, combo, specs: list[KernelSpec]) -> str:
             lines.append(f"        {calls[k]('item')}")
     return "\n".join(["@triton.jit", f"def {name}({', '.join(params)}):"] + lines)
 
-
-def combo_grid(dispatch: str, items: list[int]) -> int:
-    """Programs of a combo's launch, given each sub-kernel's work items."""
-    if dispatch == "sequential":
-        return sum(items)
-    return len(items) * max(items)  # round_robin (equal counts) and flattened

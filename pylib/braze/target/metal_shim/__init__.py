@@ -10,6 +10,7 @@ import ctypes
 from pathlib import Path
 
 from braze.codegen.analysis import KernelSpec
+from braze.runtime.combo import GpuComboCall
 from braze.runtime.executor import KernelCall, StepFactory
 from braze.runtime.native_cache import Toolchain
 
@@ -24,13 +25,24 @@ void metal::threadgroup_barrier(metal::mem_flags) { bz_group_barrier->arrive_and
 """
 
 
-def harness(specs: dict[str, KernelSpec]) -> str:
-    """Per kernel, `int bz_run_<name>(void* const* buffers, const int64_t*
-    sizes, int64_t groups)`: runs every group with the kernel's threads;
-    returns the failure flag."""
+def launch_shapes(unit) -> dict[str, tuple[int, int]]:
+    """Per launch function of `unit` (a kernel that is not a combo's
+    sub-kernel, or a combo's launch): its buffer parameters and threads."""
+    inside = {member for members in unit.launches.values() for member in members}
+    shapes = {name: (len(spec.input_types) + len(spec.result_types), spec.threads)
+              for name, spec in unit.kernels.items() if name not in inside}
+    for name, members in unit.launches.items():
+        shapes[name] = (len(unit.launch_buffers[name]), max(unit.kernels[m].threads for m in members))
+    return shapes
+
+
+def harness(shapes: dict[str, tuple[int, int]]) -> str:
+    """Per launch function (`shapes`: its buffer count and threads), `int
+    bz_run_<name>(void* const* buffers, const int64_t* sizes, int64_t
+    groups)`: runs every group with the function's threads; returns the
+    failure flag."""
     parts = [_HARNESS_HEAD]
-    for name, spec in specs.items():
-        count = len(spec.input_types) + len(spec.result_types)
+    for name, (count, threads) in shapes.items():
         pointers = ", ".join(["void*"] * count)
         arguments = ", ".join(f"buffers[{k}]" for k in range(count))
         parts.append(f"""
@@ -38,9 +50,9 @@ extern "C" void {name}({pointers}, const int64_t*, int*, uint, uint);
 extern "C" int bz_run_{name}(void* const* buffers, const int64_t* sizes, int64_t groups) {{
   int failed = 0;
   for (int64_t group = 0; group < groups; ++group) {{
-    std::barrier<> meeting({spec.threads});
+    std::barrier<> meeting({threads});
     std::vector<std::thread> threads;
-    for (uint thread = 0; thread < {spec.threads}; ++thread)
+    for (uint thread = 0; thread < {threads}; ++thread)
       threads.emplace_back([&, thread] {{
         bz_group_barrier = &meeting;
         {name}({arguments}, sizes, &failed, thread, (uint)group);
@@ -59,10 +71,10 @@ class MetalShimToolchain(Toolchain):
     source_name = "source.metal"
     artifact_name = "lib.so"
 
-    def __init__(self, specs: dict[str, KernelSpec]):
+    def __init__(self, unit):
         super().__init__(("-std=c++20", "-O2", "-shared", "-fPIC", "-pthread", "-Wno-attributes", "-x", "c++",
                           "-I", str(SHIM)))
-        self.harness = harness(specs)
+        self.harness = harness(launch_shapes(unit))
 
     def identity(self) -> str:
         return super().identity() + "\n" + self.harness
@@ -71,6 +83,14 @@ class MetalShimToolchain(Toolchain):
         path = source.with_name("harness.cpp")
         path.write_text(self.harness)
         return super().command(source, output)[:-2] + [str(path), "-o", str(output)]
+
+
+def _runner(library, name: str):
+    """The harness's `bz_run_<name>`, ready to call."""
+    function = getattr(library, f"bz_run_{name}")
+    function.restype = ctypes.c_int
+    function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+    return function
 
 
 class _ShimKernelCall(KernelCall):
@@ -88,14 +108,28 @@ class _ShimKernelCall(KernelCall):
         return self.function(self.buffer_type(*pointers), sizes, blocks)
 
 
-class ShimKernels(StepFactory):
-    """The Metal target's step factory over the shim library."""
+class _ShimComboCall(GpuComboCall):
+    """A combo's launch function (codegen/gpu_combo.py) run by the harness."""
 
-    def __init__(self, library):
+    def __init__(self, function, name: str, calls: list, op, buffers: list):
+        super().__init__(name, calls, op, buffers)
+        self.function = function
+        self.buffer_type = ctypes.c_void_p * len(buffers)
+
+    def run(self, tensors, sizes, blocks) -> int:
+        return self.function(self.buffer_type(*[t.data_ptr() for t in tensors]), sizes.buffer_info()[0], blocks)
+
+
+class ShimKernels(StepFactory):
+    """The Metal target's step factory over the shim library;
+    `launch_buffers`: its combos' buffer parameters (`Unit.launch_buffers`)."""
+
+    def __init__(self, library, launch_buffers: dict | None = None):
         self.library = library
+        self.launch_buffers = launch_buffers or {}
 
     def kernel_call(self, spec: KernelSpec, op, slots: dict) -> KernelCall:
-        function = getattr(self.library, f"bz_run_{spec.name}")
-        function.restype = ctypes.c_int
-        function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-        return _ShimKernelCall(function, spec, op, slots)
+        return _ShimKernelCall(_runner(self.library, spec.name), spec, op, slots)
+
+    def combo_call(self, name: str, calls: list[KernelCall], op):
+        return _ShimComboCall(_runner(self.library, name), name, calls, op, self.launch_buffers[name])
