@@ -111,11 +111,17 @@ class RecordingDriver:
     at launch) are recorded, and `fail` sets the failure flag as a kernel
     would."""
 
-    def __init__(self, specs: dict, fail: bool = False):
+    def __init__(self, unit, fail: bool = False):
         from cuda.bindings import driver
 
         self.CUresult, self.CUstream = driver.CUresult, driver.CUstream
-        self.specs = specs
+        # Per launch function: its parameters and `sizes` entries (a combo:
+        # its buffers, then each sub-kernel's blocks and sizes).
+        self.shapes = {name: (len(spec.input_types) + len(spec.result_types) + 2, spec.size_count)
+                       for name, spec in unit.kernels.items()}
+        for name, members in unit.launches.items():
+            self.shapes[name] = (len(unit.launch_buffers[name]) + 2,
+                                 len(members) + sum(unit.kernels[m].size_count for m in members))
         self.fail = fail
         self.calls, self.launches, self.loaded = [], [], []
         self.current = 0
@@ -161,11 +167,10 @@ class RecordingDriver:
         return self._ok(name.decode())
 
     def cuLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, parameters, extra):
-        spec = self.specs[function]
-        count = len(spec.input_types) + len(spec.result_types) + 2
+        count, size_count = self.shapes[function]
         slots = (ctypes.c_void_p * count).from_address(parameters)
         pointers = [ctypes.c_void_p.from_address(slot).value or 0 for slot in slots]
-        sizes = list((ctypes.c_int64 * spec.size_count).from_address(pointers[-2]))
+        sizes = list((ctypes.c_int64 * size_count).from_address(pointers[-2]))
         self.launches.append(SimpleNamespace(function=function, grid=(gx, gy, gz), block=(bx, by, bz),
                                              shared=shared, stream=int(stream), pointers=pointers, sizes=sizes))
         if self.fail:
@@ -178,15 +183,16 @@ def _recorded_program(cuda, text, monkeypatch, fail=False, **options):
     tensors live on the CPU so that the recorder can read them."""
     module, func, unit = _lowered(cuda, text, **options)
     _, cubin, _ = cuda.compile_artifact(unit, cuda.options(options))
-    driver = RecordingDriver(unit.kernels, fail)
+    driver = RecordingDriver(unit, fail)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda device: SimpleNamespace(cuda_stream=0x5EED))
-    kernels = CudaKernels(cubin, "cpu", driver=driver)
-    program = Program(module.mlir_module.operation, func, kernels, list(unit.kernels.values()), {}, None, "cpu")
+    kernels = CudaKernels(cubin, "cpu", driver=driver, launch_buffers=unit.launch_buffers)
+    program = Program(module.mlir_module.operation, func, kernels, list(unit.kernels.values()), unit.launches,
+                      None, "cpu")
     return program, unit, driver, cubin
 
 
 def test_a_program_launches_each_kernel_with_its_grid_and_pointers(cuda, monkeypatch):
-    program, unit, driver, cubin = _recorded_program(cuda, ROW_SUM, monkeypatch, threads=64)
+    program, unit, driver, cubin = _recorded_program(cuda, ROW_SUM, monkeypatch, threads=64, combo_kernels=False)
     x, y, z = torch.randn(100, 8), torch.randn(100, 8), torch.randn(1000)
     added, total, squared = program(x, y, z)
     assert driver.loaded == [cubin] and driver.calls[:3] == ["cuInit", "cuDevicePrimaryCtxRetain", "cuCtxSetCurrent"]
@@ -206,6 +212,36 @@ def test_a_program_launches_each_kernel_with_its_grid_and_pointers(cuda, monkeyp
     assert "cuModuleUnload" not in driver.calls
     del program
     assert driver.calls[-1] == "cuModuleUnload"  # with the program goes its module
+
+
+def test_a_combo_is_one_launch_of_every_sub_kernels_blocks(cuda, monkeypatch):
+    """braze-combo-kernels groups ROW_SUM's two kernels: one launch
+    (codegen/gpu_combo.py), its grid every sub-kernel's blocks (sequential:
+    the extents are dynamic), its parameters each buffer once, then
+    `sizes` (the blocks, then each sub-kernel's sizes) and one flag."""
+    program, unit, driver, _ = _recorded_program(cuda, ROW_SUM, monkeypatch, threads=64)
+    assert unit.launches == {"braze_kernel_combo_0": ["braze_kernel_0", "braze_kernel_1"]}
+    x, y, z = torch.randn(100, 8), torch.randn(100, 8), torch.randn(1000)
+    added, total, squared = program(x, y, z)
+    (launch,) = driver.launches
+    assert (launch.function, launch.grid, launch.block) == ("braze_kernel_combo_0", (2 + 16, 1, 1), (64, 1, 1))
+    assert launch.pointers[:6] == [x.data_ptr(), y.data_ptr(), added.data_ptr(), total.data_ptr(),
+                                   z.data_ptr(), squared.data_ptr()]
+    assert launch.sizes == [2, 16] + [100, 8, 8, 1, 8, 1, 100, 8, 100] + [1000, 1, 1000]
+    program(x[:0], y[:0], z)  # no rows: the other sub-kernel's blocks only
+    assert driver.launches[1].grid == (16, 1, 1) and driver.launches[1].sizes[:3] == [0, 16, 0]
+
+
+def test_a_combo_fails_when_a_sub_kernel_divides_by_zero(cuda, monkeypatch):
+    text = DIVIDE.replace("-> tensor<6xi32> {", "-> (tensor<6xi32>, tensor<6xi32>) {").replace(
+        "  return %q : tensor<6xi32>", "  %n = braze.neg %x : tensor<6xi32>\n  return %q, %n : tensor<6xi32>, tensor<6xi32>")
+    program, unit, driver, _ = _recorded_program(cuda, text, monkeypatch, fail=True)
+    assert list(unit.launches) == ["braze_kernel_combo_0"]
+    x = torch.arange(6, dtype=torch.int32)
+    with pytest.raises(braze.BrazeError, match=r"combo braze_kernel_combo_0 \(braze_kernel_0, braze_kernel_1\): "
+                                               "integer division by zero"):
+        program(x, x)
+    assert len(driver.launches) == 1
 
 
 def test_a_set_failure_flag_raises_like_the_cpu(cuda, monkeypatch):

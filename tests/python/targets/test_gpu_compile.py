@@ -13,14 +13,16 @@ import braze
 from braze import target as targets
 from braze.runtime.native_cache import NativeCache
 from braze.target.compiled import OclocToolchain
+from braze.testing.kernels import emitted_operations
 
 
 def _compile(target_name: str, model: str, **options):
+    """The model's kernels and combos as the target emits them, built."""
     target = targets.get(target_name)
     need(f"the {target_name} target", target.compiler_missing())
     chosen = target.options(options)
-    _, kernels = model_kernels(model)
-    unit = target.emit(kernels, chosen)
+    module, kernels = model_kernels(model)
+    unit = target.emit(emitted_operations(module), chosen)
     assert len(unit.kernels) == len(kernels) >= 1
     return target.compile_artifact(unit, chosen)
 
@@ -32,9 +34,10 @@ def test_nvcc_builds_sm90_cubins_without_register_spills(model):
     assert cubin[:4] == b"\x7fELF"
     report = (source.parent / "build.log").read_text()
     kernels = re.findall(r"Compiling entry function '(\w+)'", report)
-    assert len(kernels) == len(model_kernels(model)[1])
+    assert len(kernels) == source.read_text().count("__global__")  # standalone kernels and combo launches
     spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    assert len(spills) == len(kernels) and all(s == ("0", "0") for s in spills), report
+    # Per entry function, and per device function nvcc kept out of line.
+    assert len(spills) >= len(kernels) and all(s == ("0", "0") for s in spills), report
 
 
 @pytest.mark.parametrize("model", MODEL_NAMES)
@@ -55,8 +58,8 @@ def test_ocloc_builds_the_opencl_c_for_pvc(model):
     need_program("ocloc")
     opencl = targets.get("opencl")
     options = opencl.options()
-    _, kernels = model_kernels(model)
-    unit = opencl.emit(kernels, options)
+    module, _ = model_kernels(model)
+    unit = opencl.emit(emitted_operations(module), options)
     binary = NativeCache(toolchain=OclocToolchain("pvc"), salt=options.key()).load(unit.source)
     assert len(binary) > 1000
 
