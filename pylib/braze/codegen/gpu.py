@@ -146,10 +146,14 @@ class GpuRenderer(CStyleRenderer):
         space = f"{self.shared_pointer_space} " if self.shared_pointer_space else ""
         return f"{space}{c_type}*"
 
+    def _words(self, c_type: str) -> int:
+        """8-byte words of a shared buffer of `c_type`, one per thread."""
+        return -(-SHARED_SIZES[c_type] * self.threads // 8)
+
     @property
     def shared_words(self) -> int:
         """8-byte words of shared memory the kernel needs."""
-        return sum(-(-SHARED_SIZES[c_type] * self.threads // 8) for c_type, _ in self.shared)
+        return sum(self._words(c_type) for c_type, _ in self.shared)
 
     def signature(self) -> str:
         if not self.sub_kernel:
@@ -170,7 +174,7 @@ class GpuRenderer(CStyleRenderer):
         for c_type, name in self.shared:
             pointer = self.shared_pointer(c_type)
             lines.append(f"  {pointer} {name} = ({pointer})(bz_shared + {word});")
-            word += -(-SHARED_SIZES[c_type] * self.threads // 8)
+            word += self._words(c_type)
         return lines
 
     def _past_the_end(self, point: str, total: str) -> str:
