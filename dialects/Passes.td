@@ -449,16 +449,19 @@ def BrazeComboKernels : Pass<"braze-combo-kernels", "mlir::func::FuncOp"> {
     It does not join a group when a data path links it with a member (also
     through other groups: grouping must leave the program acyclic), when
     the group has `max-sub-kernels` sub-kernels or would pass
-    `max-arguments` buffer arguments (inputs and results; a target with
-    fewer argument slots sets less), when the bytes the group's inputs and
-    results hold together (all live during the launch) would pass
-    `max-live-bytes`, when it would mix pointwise kernels and reductions
-    without `per-sub-kernel-blocks`, or when one side reads only constants
-    and parameters (through pure ops) and the other does not: the executor
-    runs the first kind once, when the program is built (a batch norm's
-    scale and shift), and in a combo with per-call kernels it would run on
-    every call. An op with side effects ends every open group (nothing
-    moves across it).
+    `max-arguments` buffer arguments (inputs and results, each distinct
+    value once; a target with fewer argument slots sets less: 250 on the
+    CPU and Triton, and on CUDA and HIP, whose launches take 4 KB of
+    parameters; 100 on OpenCL, whose full profile guarantees 1 KB; 29 on
+    Metal, whose 31 buffer slots also hold `sizes` and `failed`), when the
+    bytes the group's inputs and results hold together (all live during
+    the launch) would pass `max-live-bytes`, when it would mix pointwise
+    kernels and reductions without `per-sub-kernel-blocks`, or when one
+    side reads only constants and parameters (through pure ops) and the
+    other does not: the executor runs the first kind once, when the
+    program is built (a batch norm's scale and shift), and in a combo with
+    per-call kernels it would run on every call. An op with side effects
+    ends every open group (nothing moves across it).
 
     Each sub-kernel keeps its own blocks: `block` = `pointwise-block` points
     per work item without reductions; with reductions `rblock` is the
@@ -497,7 +500,7 @@ def BrazeComboKernels : Pass<"braze-combo-kernels", "mlir::func::FuncOp"> {
     Option<"maxSubKernels", "max-sub-kernels", "int64_t", "8",
            "Most sub-kernels per combo">,
     Option<"maxArguments", "max-arguments", "int64_t", "250",
-           "Most buffer arguments (inputs and results) per combo">,
+           "Most buffer arguments (distinct inputs and results) per combo">,
     Option<"maxReductionExtent", "max-reduction-extent", "int64_t", "2048",
            "Kernels reducing over more points stay standalone">,
     Option<"maxPoints", "max-points", "int64_t", "1048576",
