@@ -115,7 +115,9 @@ class GpuRenderer(CStyleRenderer):
         # Threads of the launch beyond this kernel's own, which must idle.
         self.idle = self.sub_kernel and launch_threads > threads
         self.thread, self.block = ("bz_thread", "bz_block") if self.sub_kernel else (self.local_id, self.block_id)
-        # The bound of this thread's strided loops over the reduction points.
+        # The bound of this thread's strided loops over the reduction points:
+        # 0 for an idle thread, whose partial results no tree reads and whose
+        # stores per reduction point would repeat other threads' writes.
         self.points_bound = "my_points" if self.idle and self.tree else "reduce_points"
 
     def special_float(self, kind: str, c_type: str) -> str:

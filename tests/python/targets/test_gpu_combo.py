@@ -141,7 +141,9 @@ def test_sub_kernels_with_fewer_threads_than_their_launch_idle_the_rest(target):
     """braze-gpu-schedule gives a block tree fewer threads than the launch
     only when its rows are shorter; a schedule written by hand may give
     any: here 32 threads for every sub-kernel but the rank-0 sum (the
-    launch's threads), over rows of 100 and 2000 points."""
+    launch's threads), over rows of 100 and 2000 points. An idle thread
+    writing its (empty) partial result into a tree slot would land in the
+    next buffer of the pool (the argmax's indices) and fail this."""
     from mlir import ir
 
     from braze.codegen import function_operations
@@ -150,7 +152,7 @@ def test_sub_kernels_with_fewer_threads_than_their_launch_idle_the_rest(target):
 
     chosen = targets.get(target)
     options = chosen.options(OPTIONS[target])
-    text = MIXED.replace("5x40xf32", "5x2000xf32")  # rows longer than 32 threads: idle threads would add them twice
+    text = MIXED.replace("5x40xf32", "5x2000xf32")  # rows longer than the 32 threads that reduce them
     module = parse(text)
     run_pipeline(module, chosen.pipeline(options))
     func = next(iter(module.mlir_module.body.operations))
@@ -171,7 +173,9 @@ def test_sub_kernels_with_fewer_threads_than_their_launch_idle_the_rest(target):
         args = _mixed_arguments(rows)
         args = (args[0], torch.randn(5, 2000)) + args[2:]
         for name, value, expected in zip("acptqgh", program(*args), reference.run(parse(text), *args)):
-            torch.testing.assert_close(value, expected, msg=lambda m: f"result %{name}, {rows} rows: {m}")
+            # Sums of 2000 points in 32 partial sums round unlike torch's (~1e-5).
+            torch.testing.assert_close(value, expected, rtol=1e-4, atol=1e-4,
+                                       msg=lambda m: f"result %{name}, {rows} rows: {m}")
 
 
 def test_round_robin_interleaves_equal_static_work(target, monkeypatch):
