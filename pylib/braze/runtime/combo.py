@@ -28,6 +28,26 @@ class ComboCall:
         self.calls = calls
         self.inputs = [slot for call in calls for slot in call.inputs]
         self.outputs = [slot for call in calls for slot in call.outputs]
+        self.size_counts = [call.size_count for call in calls]
+
+    def kernel_sizes(self, kernel_sizes: list) -> list[int]:
+        """The sub-kernels' `sizes` arrays one after the other, exactly
+        `size_count` entries each: a kernel without sizes holds a
+        placeholder entry for its own call, which must not shift the next
+        sub-kernel's sizes."""
+        return [size for sizes, count in zip(kernel_sizes, self.size_counts) for size in sizes[:count]]
+
+    def static_kernel_sizes(self) -> list[int] | None:
+        """`kernel_sizes` of the prebuilt static arrays, when every
+        sub-kernel is static (None otherwise)."""
+        if not all(call.static for call in self.calls):
+            return None
+        return self.kernel_sizes([call.static_sizes for call in self.calls])
+
+    def passes_static_sizes(self, prepared: list[tuple]) -> bool:
+        """Whether every sub-kernel's prepared launch (`KernelCall.prepare`)
+        passes its prebuilt static sizes (static and contiguous this call)."""
+        return all(sizes is call.static_sizes for call, (_, _, _, sizes) in zip(self.calls, prepared))
 
     def launch(self, prepared: list[tuple]) -> int:
         """Runs every sub-kernel once, as one launch; `prepared` holds each
@@ -61,30 +81,21 @@ class GpuComboCall(ComboCall):
         # Buffer parameters a sub-kernel writes (the launcher copies them back, or not).
         self.written = [n >= len(calls[k].inputs) for k, n in buffers]
         self.threads = max(call.spec.threads for call in calls)
-        self.size_counts = [call.spec.size_count for call in calls]
         self.can_fail = any(call.spec.can_fail for call in calls)
         # Static, contiguous sub-kernels pass the same sizes on every call.
-        self.static_sizes = None
-        if all(call.static for call in calls):
-            self.static_sizes = self._sizes([call.spec.blocks(call.domain) for call in calls],
-                                            [call.static_sizes for call in calls])
-
-    def _sizes(self, blocks: list[int], kernel_sizes: list) -> array.array:
-        # Exactly `size_count` entries per sub-kernel: a kernel without sizes
-        # holds a placeholder entry that must not shift the next one's.
-        return array.array("q", blocks + [size for sizes, count in zip(kernel_sizes, self.size_counts)
-                                          for size in sizes[:count]])
+        static = self.static_kernel_sizes()
+        self.static_sizes = None if static is None else array.array(
+            "q", [call.spec.blocks(call.domain) for call in calls] + static)
 
     def launch(self, prepared: list[tuple]) -> int:
         blocks = [call.spec.blocks(extents) for call, (_, _, extents, _) in zip(self.calls, prepared)]
         grid = launch_size(self.dispatch, blocks)
         if grid == 0:
             return 0  # every sub-kernel's results are empty
-        if self.static_sizes is not None and all(
-                sizes is call.static_sizes for call, (_, _, _, sizes) in zip(self.calls, prepared)):
+        if self.static_sizes is not None and self.passes_static_sizes(prepared):
             sizes = self.static_sizes
         else:
-            sizes = self._sizes(blocks, [kernel_sizes for _, _, _, kernel_sizes in prepared])
+            sizes = array.array("q", blocks + self.kernel_sizes([kernel_sizes for _, _, _, kernel_sizes in prepared]))
         tensors = [(prepared[k][0] + prepared[k][1])[n] for k, n in self.buffers]
         return self.run(tensors, sizes, grid)
 

@@ -77,19 +77,14 @@ class _NativeKernelCall(_NativeStep, KernelCall):
 
 class _NativeComboCall(_NativeStep, ComboCall):
     """A combo's launch function (codegen/cpp/combo.py): every sub-kernel's
-    buffers, then sizes, one after the other, in one call. A sub-kernel's
-    sizes are exactly its `size_count` entries: a kernel without sizes
-    still holds one placeholder entry for its own call, which must not
-    shift the next sub-kernel's sizes."""
+    buffers, then sizes (`ComboCall.kernel_sizes`), in one call."""
 
     def __init__(self, function, name: str, calls: list[KernelCall]):
         super().__init__(name, calls)
         self.function = function
-        self.size_counts = [call.size_count for call in calls]
         # Static, contiguous sub-kernels pass the same sizes on every call.
-        self.static_sizes = None
-        if all(call.static for call in calls):
-            self.static_sizes = self._concatenated([call.static_sizes for call in calls])
+        static = self.static_kernel_sizes()
+        self.static_sizes = None if static is None else array.array("q", static)
 
     def descriptions(self) -> list:
         return [_launch_description(call) for call in self.calls]
@@ -97,17 +92,12 @@ class _NativeComboCall(_NativeStep, ComboCall):
     def failure(self) -> str:
         return f"combo {self.name} ({', '.join(c.name for c in self.calls)})"
 
-    def _concatenated(self, kernel_sizes: list) -> array.array:
-        return array.array("q", [size for sizes, count in zip(kernel_sizes, self.size_counts)
-                                 for size in sizes[:count]])
-
     def launch(self, prepared: list[tuple]) -> int:
         pointers = array.array("q", [t.data_ptr() for inputs, outputs, _, _ in prepared for t in inputs + outputs])
-        if self.static_sizes is not None and all(
-                sizes is call.static_sizes for call, (_, _, _, sizes) in zip(self.calls, prepared)):
+        if self.static_sizes is not None and self.passes_static_sizes(prepared):
             sizes = self.static_sizes
         else:
-            sizes = self._concatenated([kernel_sizes for _, _, _, kernel_sizes in prepared])
+            sizes = array.array("q", self.kernel_sizes([kernel_sizes for _, _, _, kernel_sizes in prepared]))
         return self.function(pointers.buffer_info()[0], sizes.buffer_info()[0] if sizes else None)
 
     prepared_call = ComboCall.__call__
