@@ -251,7 +251,9 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
     // allocates) it can raise the peak above buffers freed as they die:
     // the plan with the lower peak is kept.
     Placement placement = place(buffers, holds, index, /*useArena=*/true);
-    Placement onAllocator = place(buffers, holds, index, /*useArena=*/false);
+    Placement onAllocator;
+    if (allocatorFallback)
+      onAllocator = place(buffers, holds, index, /*useArena=*/false);
     bool arenaHelps = !allocatorFallback || placement.peak <= onAllocator.peak;
     if (!arenaHelps)
       std::swap(placement, onAllocator);
@@ -281,16 +283,17 @@ struct BrazePlanMemoryPass : braze::impl::BrazePlanMemoryBase<BrazePlanMemoryPas
         continue;
       }
       ++numAllocator;
+      if (!remarks || !arenaHelps)
+        continue;
       bool takenOver = llvm::any_of(placement.buffers, [&](const Buffer &other) {
         return other.sharesWith == static_cast<int>(number);
       });
-      if (remarks && arenaHelps)
-        emitRemark(buffer.producer->getLoc())
-            << "braze-plan-memory: result #" << buffer.result << " stays on the allocator: "
-            << (buffer.returned ? "it is returned"
-                : buffer.bytes < 0 ? "its size is not static"
-                : takenOver ? "a returned result takes it over"
-                            : "it is written over a library call's result");
+      emitRemark(buffer.producer->getLoc())
+          << "braze-plan-memory: result #" << buffer.result << " stays on the allocator: "
+          << (buffer.returned ? "it is returned"
+              : buffer.bytes < 0 ? "its size is not static"
+              : takenOver ? "a returned result takes it over"
+                          : "it is written over a library call's result");
     }
     int64_t peak = placement.peak;
     func->setAttr("braze.arena_bytes", builder.getI64IntegerAttr(placement.arena));
