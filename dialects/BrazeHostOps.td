@@ -111,6 +111,11 @@ def Braze_AttentionOp : Braze_Op<"attention", [Pure]> {
     triangle (key position after query position); it excludes `mask`.
     `scale` defaults to `1/sqrt(E)`.
 
+    A row whose keys are all masked is zero, as SDPA's is; with
+    `masked_rows_nan` it is NaN, as `softmax` of a row of minus infinity is
+    (`braze-form-attention` sets it on the attention it forms from
+    `softmax(q @ k^T ...) @ v`, whose eager result that is).
+
     The runtime calls the library (PyTorch's fused attention on the CPU,
     which never writes the L x S scores out); the ops around it fuse as
     usual.
@@ -124,11 +129,12 @@ def Braze_AttentionOp : Braze_Op<"attention", [Pure]> {
   let arguments = (ins Braze_FloatTensor:$query, Braze_FloatTensor:$key,
                        Braze_FloatTensor:$value, Optional<Braze_Tensor>:$mask,
                        OptionalAttr<F64Attr>:$scale, UnitAttr:$causal,
-                       UnitAttr:$gqa);
+                       UnitAttr:$gqa, UnitAttr:$masked_rows_nan);
   let results = (outs Braze_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? (`scale` $scale^)?
-    (`causal` $causal^)? (`gqa` $gqa^)? attr-dict `:` type($query) `,`
+    (`causal` $causal^)? (`gqa` $gqa^)? (`masked_rows_nan` $masked_rows_nan^)?
+    attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;

@@ -689,5 +689,6 @@ include "BrazeControlFlowOps.td"
 include "BrazeCollectiveOps.td"
 include "BrazeComboOps.td"
 include "BrazeFusedGemm.td"
+include "BrazeFlashAttention.td"
 
 #endif // BRAZE_OPS

@@ -127,6 +127,79 @@ def BrazeFusePointwise : Pass<"braze-fuse-pointwise", "::mlir::func::FuncOp"> {
   ];
 }
 
+def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
+  let summary = "Form braze.attention from softmax(q @ k^T * scale + mask) @ v spelled out";
+  let description = [{
+    Attention written as two products and a softmax (as reference code,
+    BERT's and GPT-2's eager attention and SDPA's math decomposition spell
+    it) becomes one `braze.attention`, which never writes the L x S scores
+    and weights out. The pattern, from the second product back:
+
+    - `braze.bmm` or `braze.matmul` of the weights and `v`; the weights
+      reshaped from the frame `[B..., L, S]` by merging batch dims (as a
+      product of rank-4 tensors is captured), and cast back from f32 if the
+      softmax ran in f32;
+    - the softmax over the last dim as the frontend lowers it: `max`,
+      `sub`, `exp`, `sum`, `div` (a cast to f32 before it allowed);
+    - an optional mask: `add` of a tensor (an additive mask, of q's element
+      type), or `where` choosing minus infinity (a boolean mask, kept where
+      the score is; a `not` of the condition is undone);
+    - an optional scale: `mul` or `div` by a scalar constant;
+    - the product `q @ k^T`, through a reshape merging batch dims; `k^T` is
+      read through its `permute` of the last two dims, or permuted back.
+
+    The attention gets `masked_rows_nan`: a row whose keys are all masked is
+    NaN, as the spelled-out softmax's is, and the scale found (1 when there
+    is none). A product of a softmax that does not fit is left as it is,
+    with a remark saying why, when:
+
+    - the scores or the weights are read outside the pattern (returned
+      attention weights);
+    - the mask fills with a finite value (a fully masked row would get
+      uniform weights, which attention does not give) or selects between
+      two tensors;
+    - the scale is a tensor, not a constant;
+    - q, k or v has other batch dims than the scores, or the element types
+      differ (an additive mask of another type than q);
+    - the mask broadcasts the scores to a larger shape.
+  }];
+  let dependentDialects = ["braze::BrazeDialect"];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each product of a softmax: formed, or left and why">,
+  ];
+  let statistics = [
+    Statistic<"numFormed", "attentions", "Attentions formed">,
+  ];
+}
+
+def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> {
+  let summary = "Lower braze.attention to braze.flash_attention, a generated kernel";
+  let description = [{
+    On targets whose renderers spell `braze.flash_attention` (the CPU),
+    each `braze.attention` becomes one, with its schedule: `q_block` query
+    rows per work item and `kv_block` keys per block of the online softmax,
+    each at most the static extent it walks (a decode step's one query row
+    takes a block of one row). The default scale (`1/sqrt(E)`) is written
+    out; an attention whose E is dynamic and that has no scale stays a
+    library call, with a remark.
+
+    The defaults come from measurement (docs/cpu.md): 128 query rows keep a
+    BERT-length sequence (128) in one item per head, whose scores are one
+    GEMM; 512 keys per block keep the `q_block x kv_block` f32 scores
+    (256 KiB) in L2.
+  }];
+  let dependentDialects = ["braze::BrazeDialect"];
+  let options = [
+    Option<"qBlock", "q-block", "int64_t", "128", "Query rows per work item">,
+    Option<"kvBlock", "kv-block", "int64_t", "512", "Keys per block of the online softmax">,
+    Option<"remarks", "remarks", "bool", "false", "Emit a remark for each attention">,
+  ];
+  let statistics = [
+    Statistic<"numLowered", "lowered", "Attentions lowered to flash_attention">,
+  ];
+}
+
 def BrazeEpilogueFusion : Pass<"braze-epilogue-fusion", "::mlir::func::FuncOp"> {
   let summary = "Fuse the bias, pointwise chain and row statistics after a GEMM into braze.fused_gemm";
   let description = [{

@@ -1,8 +1,16 @@
 #!/usr/bin/env python3
-"""GEMM epilogue fusion on the CPU (issue 12): braze fused vs braze unfused
-(epilogue_fusion off) vs eager vs Inductor, in one run, on GEMM-bound models
+"""GEMMs and attention on the CPU (issue 12): braze fused vs braze unfused
+vs eager vs Inductor, in one run, on GEMM-bound models
 (benchmarks/cpu/models.py: linear_gelu, linear_residual_layernorm,
-bert_layer, decode_mlp, mlp) and the zoo's ViT (braze.testing.zoo, bench size).
+bert_layer, decode_mlp, mlp, handwritten_decoder), the zoo's ViT
+(braze.testing.zoo, bench size) and attention alone (the attention_*
+models: SDPA with masks, causal, bf16, a grouped-query decode step).
+
+*braze unfused* is braze with the model's fusion off: epilogue_fusion for
+the GEMM models; for attention, the library's attention (flash_attention
+off: PyTorch's fused CPU kernel, what Inductor calls) for the attention_*
+models, and the spelled-out products and softmax (form_attention off) for
+the models that spell attention out (bert_layer, handwritten_decoder).
 
     .venv/bin/python benchmarks/cpu/epilogue.py [--models ...] [--rounds 7] [--threads 1]
 
@@ -15,7 +23,8 @@ checked against eager (max |out - eager| / max |eager|).
 decode_mlp also reports the GEMVs' bandwidth: the bytes of its two weights
 over braze's time per call, against this machine's read bandwidth measured
 in the same run (torch.sum over a float32 tensor of the weights' size, the
-same thread count, best of the rounds).
+same thread count, best of the rounds); attention_decode_gqa the same for
+its keys and values.
 
 Writes benchmarks/cpu/epilogue.json and prints a markdown table.
 """
@@ -34,7 +43,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
-MODELS = ["linear_gelu", "linear_residual_layernorm", "bert_layer", "decode_mlp", "mlp", "vit"]
+MODELS = ["linear_gelu", "linear_residual_layernorm", "bert_layer", "decode_mlp", "mlp", "vit", "handwritten_decoder",
+          "attention_additive", "attention_additive_bf16", "attention_boolean", "attention_boolean_bf16",
+          "attention_causal_long", "attention_decode_gqa"]
+# The options of "braze unfused" per model (see the docstring).
+UNFUSED = {"bert_layer": {"epilogue_fusion": False, "form_attention": False},
+           "handwritten_decoder": {"epilogue_fusion": False, "form_attention": False}}
+UNFUSED.update({name: {"flash_attention": False} for name in MODELS if name.startswith("attention_")})
 ENGINES = ["eager", "inductor", "braze unfused", "braze fused"]
 
 
@@ -52,15 +67,19 @@ def build(name):
     return model, args
 
 
-def engines(model, args, torch, braze):
+def engines(name, model, args, torch, braze):
     import torch._dynamo
 
     torch._dynamo.reset()
     made = {"eager": model}
     made["inductor"] = torch.compile(model)
-    made["braze unfused"] = braze.compile(model, args, options={"epilogue_fusion": False})
+    made["braze unfused"] = braze.compile(model, args, options=UNFUSED.get(name, {"epilogue_fusion": False}))
     made["braze fused"] = braze.compile(model, args)
     return made
+
+
+def fused_ops(stats: dict) -> str:
+    return f"{stats.get('fused_gemms', '?')}, {stats.get('flash_attentions', '?')}"
 
 
 def read_bandwidth(torch, nbytes: int, rounds: int) -> float:
@@ -97,7 +116,7 @@ def main(argv=None) -> int:
     for name in args.models.split(","):
         model, inputs = build(name)
         with torch.no_grad():
-            made = engines(model, inputs, torch, braze)
+            made = engines(name, model, inputs, torch, braze)
             expected = model(*inputs)
             errors, stats = {}, {}
             for engine, call in made.items():
@@ -109,7 +128,8 @@ def main(argv=None) -> int:
                 reference = getattr(reference, "last_hidden_state", reference)
                 errors[engine] = ((out - reference).abs().max() / reference.abs().max()).item()
                 if hasattr(call, "stats"):
-                    stats[engine] = {k: call.stats[k] for k in ("kernels", "gemms", "fused_gemms")}
+                    stats[engine] = {k: call.stats[k] for k in ("kernels", "gemms", "fused_gemms", "attentions",
+                                                                 "flash_attentions")}
             load = CpuLoad()
             samples = {engine: [] for engine in made}
             for _ in range(args.rounds):
@@ -123,9 +143,10 @@ def main(argv=None) -> int:
             best = {engine: min(v) for engine, v in samples.items()}
         row = {"model": name, "times_s": times, "best_s": best, "rel_err": errors, "stats": stats,
                "load": load.result()}
-        if name == "decode_mlp":
-            weight_bytes = sum(p.numel() * p.element_size() for n, p in model.named_parameters() if "fc" in n
-                               and n.endswith("weight"))
+        if name in ("decode_mlp", "attention_decode_gqa"):
+            weight_bytes = (sum(p.numel() * p.element_size() for n, p in model.named_parameters() if "fc" in n
+                                and n.endswith("weight")) if name == "decode_mlp"
+                            else sum(t.numel() * t.element_size() for t in inputs[1:3]))
             bandwidth = read_bandwidth(torch, weight_bytes, args.rounds)
             row["weight_bytes"] = weight_bytes
             row["read_bandwidth_GBs"] = bandwidth / 1e9
@@ -136,7 +157,7 @@ def main(argv=None) -> int:
               + "  ".join(f"{e} {t * 1e3:.2f} ms ({eager / t:.2f}x eager, err {errors[e]:.1e})"
                           for e, t in times.items()), flush=True)
         if "read_bandwidth_GBs" in row:
-            print(f"  weights {row['weight_bytes'] / 1e6:.1f} MB: braze fused {row['gemv_bandwidth_GBs']:.1f} GB/s, "
+            print(f"  {row['weight_bytes'] / 1e6:.1f} MB read per call: braze fused {row['gemv_bandwidth_GBs']:.1f} GB/s, "
                   f"read bandwidth {row['read_bandwidth_GBs']:.1f} GB/s "
                   f"({row['gemv_bandwidth_GBs'] / row['read_bandwidth_GBs']:.0%})", flush=True)
     result = {"command": "python benchmarks/cpu/epilogue.py " + " ".join(sys.argv[1:] if argv is None else argv),
@@ -146,14 +167,14 @@ def main(argv=None) -> int:
         json.dump(result, f, indent=1)
     print()
     print("| model | eager ms | Inductor | braze unfused | braze fused | fused / unfused | fused / eager "
-          "| fused / Inductor | braze fused GEMMs | other load |")
+          "| fused / Inductor | braze fused GEMMs, flash attentions | other load |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in rows:
         t = row["times_s"]
         print(f"| {row['model']} | {t['eager'] * 1e3:.2f} | {t['inductor'] * 1e3:.2f} | {t['braze unfused'] * 1e3:.2f} "
               f"| {t['braze fused'] * 1e3:.2f} | {t['braze unfused'] / t['braze fused']:.2f}x "
               f"| {t['eager'] / t['braze fused']:.2f}x | {t['inductor'] / t['braze fused']:.2f}x "
-              f"| {row['stats'].get('braze fused', {}).get('fused_gemms', '?')} "
+              f"| {fused_ops(row['stats'].get('braze fused', {}))} "
               f"| {row['load'].get('other_cpu_pct', '?')}% |")
     print(f"wrote {args.json}")
     return 0

@@ -183,6 +183,32 @@ class BertLayer(nn.Module):
         return self.norm2(x + self.down(F.gelu(self.up(x))))
 
 
+class Attention(nn.Module):
+    """scaled_dot_product_attention on given q, k, v (and mask): the
+    attention kernel alone, as a model's layer calls it."""
+
+    def __init__(self, **options):
+        super().__init__()
+        self.options = options
+
+    def forward(self, q, k, v, *mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask[0] if mask else None, **self.options)
+
+
+def _attention(rand, batch, heads, length, keys, dim, mask=None, dtype=torch.float32, kv_heads=None, **options):
+    q = rand(batch, heads, length, dim).to(dtype)
+    k, v = (rand(batch, kv_heads or heads, keys, dim).to(dtype) for _ in range(2))
+    if mask == "additive":  # BERT's key padding: 0 or minus infinity per key, broadcast over heads and rows
+        pad = torch.zeros(batch, 1, 1, keys)
+        pad[:, :, :, keys - keys // 8:] = float("-inf")
+        args = (q, k, v, pad.to(dtype))
+    elif mask == "boolean":  # a causal [L, S] mask, True where attending
+        args = (q, k, v, torch.ones(length, keys, dtype=torch.bool).tril())
+    else:
+        args = (q, k, v)
+    return Attention(**options).eval(), args
+
+
 def _gen(seed):
     g = torch.Generator().manual_seed(seed)
     return lambda *shape: torch.randn(*shape, generator=g)
@@ -212,6 +238,17 @@ def build(name: str, seed: int = 0):
         return BertLayer().eval(), (rand(8, 128, 768), torch.zeros(8, 1, 1, 128))
     if name == "decode_mlp":
         return MLP().eval(), (rand(4, 1, 1024),)
+    if name.startswith("attention_"):
+        dtype = torch.bfloat16 if name.endswith("_bf16") else torch.float32
+        kind = name.removeprefix("attention_").removesuffix("_bf16")
+        if kind == "additive":
+            return _attention(rand, 8, 12, 128, 128, 64, "additive", dtype)
+        if kind == "boolean":
+            return _attention(rand, 2, 8, 512, 512, 64, "boolean", dtype)
+        if kind == "causal_long":
+            return _attention(rand, 1, 12, 1024, 1024, 64, dtype=dtype, is_causal=True)
+        if kind == "decode_gqa":
+            return _attention(rand, 4, 32, 1, 1024, 128, dtype=dtype, kv_heads=8, enable_gqa=True)
     raise KeyError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
 
 
@@ -230,4 +267,10 @@ MODELS = {
     "bert_layer": ("BERT-style post-norm encoder layer, d 768, 12 heads, attention spelled out with an additive "
                    "mask, FFN 768->3072->768 GELU; x [8, 128, 768]"),
     "decode_mlp": "the mlp model at decode shapes (GEMV): x [4, 1, 1024]",
+    "attention_additive": "SDPA with BERT's additive key-padding mask [8, 1, 1, 128]; q, k, v [8, 12, 128, 64]",
+    "attention_additive_bf16": "attention_additive in bf16",
+    "attention_boolean": "SDPA with a causal boolean mask [512, 512]; q, k, v [2, 8, 512, 64]",
+    "attention_boolean_bf16": "attention_boolean in bf16",
+    "attention_causal_long": "SDPA is_causal; q, k, v [1, 12, 1024, 64]",
+    "attention_decode_gqa": "one decode step, grouped-query: q [4, 32, 1, 128], k, v [4, 8, 1024, 128]",
 }

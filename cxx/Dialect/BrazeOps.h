@@ -46,6 +46,15 @@ parseIotaTerm(mlir::OpAsmParser &parser,
               mlir::FloatAttr &constant);
 void printIotaTerm(mlir::OpAsmPrinter &printer, mlir::Operation *op,
                    mlir::Value dynamic, mlir::FloatAttr constant);
+
+/// The operand and result checks braze.attention and braze.flash_attention
+/// share (shapes, element types, the mask, `causal` against a mask, the
+/// scale).
+mlir::LogicalResult verifyAttention(mlir::Operation *op, mlir::Value query,
+                                    mlir::Value key, mlir::Value value,
+                                    mlir::Value mask, mlir::Value result,
+                                    bool causal, bool gqa,
+                                    std::optional<double> scale);
 } // namespace braze
 
 #define GET_OP_CLASSES

@@ -138,69 +138,80 @@ static bool sameSize(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
 
-LogicalResult AttentionOp::verify() {
-  auto query = cast<RankedTensorType>(getQuery().getType());
-  auto key = cast<RankedTensorType>(getKey().getType());
-  auto value = cast<RankedTensorType>(getValue().getType());
-  auto result = cast<RankedTensorType>(getResult().getType());
+LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
+                                    Value keyValue, Value valueValue,
+                                    Value mask, Value resultValue, bool causal,
+                                    bool gqa, std::optional<double> scale) {
+  auto query = cast<RankedTensorType>(queryValue.getType());
+  auto key = cast<RankedTensorType>(keyValue.getType());
+  auto value = cast<RankedTensorType>(valueValue.getType());
+  auto result = cast<RankedTensorType>(resultValue.getType());
   int64_t rank = query.getRank();
   if (rank < 2)
-    return emitOpError("query must be batch... x L x E, got rank ") << rank;
+    return op->emitOpError("query must be batch... x L x E, got rank ") << rank;
   if (key.getRank() != rank || value.getRank() != rank ||
       result.getRank() != rank)
-    return emitOpError("query, key, value and result must have one rank, got ")
+    return op->emitOpError("query, key, value and result must have one rank, got ")
            << rank << ", " << key.getRank() << ", " << value.getRank()
            << " and " << result.getRank();
   Type element = query.getElementType();
   if (key.getElementType() != element || value.getElementType() != element ||
       result.getElementType() != element)
-    return emitOpError("query, key, value and result must have one element "
+    return op->emitOpError("query, key, value and result must have one element "
                        "type");
   ArrayRef<int64_t> q = query.getShape(), k = key.getShape(),
                     v = value.getShape(), r = result.getShape();
   if (!sameSize(q[rank - 1], k[rank - 1]))
-    return emitOpError("query and key must have one embedding size, got ")
+    return op->emitOpError("query and key must have one embedding size, got ")
            << q[rank - 1] << " and " << k[rank - 1];
   if (!sameSize(k[rank - 2], v[rank - 2]))
-    return emitOpError("key and value must have one sequence length, got ")
+    return op->emitOpError("key and value must have one sequence length, got ")
            << k[rank - 2] << " and " << v[rank - 2];
   if (!sameSize(r[rank - 2], q[rank - 2]) ||
       !sameSize(r[rank - 1], v[rank - 1]))
-    return emitOpError("result must be batch... x L x Ev (")
+    return op->emitOpError("result must be batch... x L x Ev (")
            << q[rank - 2] << " x " << v[rank - 1] << "), got " << result;
   for (int64_t dim = 0; dim < rank - 2; ++dim) {
     for (int64_t other : {k[dim], v[dim]}) {
       bool broadcast = other == 1 || sameSize(other, q[dim]);
       // Grouped-query attention: key/value heads divide query heads.
-      bool grouped = getGqa() && dim == rank - 3 &&
+      bool grouped = gqa && dim == rank - 3 &&
                      !ShapedType::isDynamic(other) &&
                      !ShapedType::isDynamic(q[dim]) && q[dim] % other == 0;
       if (!broadcast && !grouped)
-        return emitOpError("batch dim ")
+        return op->emitOpError("batch dim ")
                << dim << " of key or value (" << other
                << ") does not broadcast to the query's (" << q[dim] << ")"
-               << (getGqa() ? "" : "; grouped heads need `gqa`");
+               << (gqa ? "" : "; grouped heads need `gqa`");
     }
     if (!sameSize(r[dim], q[dim]))
-      return emitOpError("result batch dim ")
+      return op->emitOpError("result batch dim ")
              << dim << " must be the query's (" << q[dim] << "), got "
              << r[dim];
   }
-  if (Value mask = getMask()) {
+  if (mask) {
     auto maskType = cast<RankedTensorType>(mask.getType());
     Type maskElement = maskType.getElementType();
     if (!maskElement.isInteger(1) && maskElement != element)
-      return emitOpError("mask must be i1 or the query's element type, got ")
+      return op->emitOpError("mask must be i1 or the query's element type, got ")
              << maskElement;
     if (maskType.getRank() > rank)
-      return emitOpError("mask rank ")
+      return op->emitOpError("mask rank ")
              << maskType.getRank() << " is above the query's " << rank;
-    if (getCausal())
-      return emitOpError("takes a mask or `causal`, not both");
+    if (causal)
+      return op->emitOpError("takes a mask or `causal`, not both");
   }
-  if (auto scale = getScale(); scale && !std::isfinite(scale->convertToDouble()))
-    return emitOpError("scale must be finite");
+  if (scale && !std::isfinite(*scale))
+    return op->emitOpError("scale must be finite");
   return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  std::optional<double> scale;
+  if (auto given = getScale())
+    scale = given->convertToDouble();
+  return verifyAttention(*this, getQuery(), getKey(), getValue(), getMask(),
+                         getResult(), getCausal(), getGqa(), scale);
 }
 
 //===----------------------------------------------------------------------===//

@@ -38,9 +38,11 @@ bool isLibraryCall(Operation *op) {
 
 // Ops whose results are fresh buffers the runtime writes with generated
 // code, so it can carve them from the arena: kernels, fused GEMMs (the
-// epilogue kernel writes the GEMM's output) and combos (each result one of
-// a sub-kernel's).
-bool isGeneratedCall(Operation *op) { return isa<KernelOp, FusedGemmOp, ComboOp>(op); }
+// epilogue kernel writes the GEMM's output), flash attentions and combos
+// (each result one of a sub-kernel's).
+bool isGeneratedCall(Operation *op) {
+  return isa<KernelOp, FusedGemmOp, FlashAttentionOp, ComboOp>(op);
+}
 
 // Whether a value of this type can hold (a view of) a buffer: tensors, and
 // handles of other dialects (a collective's work).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -99,15 +100,18 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
     _log_codegen(chosen.name, unit, built)
     program = Program(module_op, func, built.kernels if built else None, list(unit.kernels.values()),
                       unit.launches, parameters, chosen.run_device())
+    generated = Counter(op.operation.name for op in operations)
     stats = {
         "kernels": program.kernel_count,
         # Kernel launches per call (a combo's sub-kernels start as one).
         "launches": program.launch_count,
         "gemms": sum(program.library_calls[name] for name in ("braze.matmul", "braze.bmm", "braze.addmm")),
         # GEMMs with their epilogue, generated (braze-epilogue-fusion).
-        "fused_gemms": sum(1 for spec in unit.kernels.values() if spec.blas_inputs),
+        "fused_gemms": generated["braze.fused_gemm"],
         "convolutions": program.library_calls["braze.convolution"],
-        "attentions": program.library_calls["braze.attention"],
+        # Library attentions and generated ones (braze-lower-attention).
+        "attentions": program.library_calls["braze.attention"] + generated["braze.flash_attention"],
+        "flash_attentions": generated["braze.flash_attention"],
         # aten ops run through torch because braze does not lower them.
         "externs": sum(program.extern_calls.values()),
         "extern_ops": dict(program.extern_calls),

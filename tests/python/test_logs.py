@@ -101,7 +101,8 @@ def test_passes_fusion_and_codegen_topics(caplog, tmp_path):
     parsed = [re.fullmatch(r"(.+): \d+\.\d\d ms, (\d+) -> (\d+) ops", p).groups()
               for p in records(caplog, "passes")]
     assert [name for name, _, _ in parsed] == 2 * [
-        "braze-simplify", "func.func(braze-verify-collective-order)", "func.func(braze-epilogue-fusion{remarks=true})",
+        "braze-simplify", "func.func(braze-verify-collective-order)", "func.func(braze-form-attention{remarks=true})",
+        "func.func(braze-lower-attention{remarks=true})", "func.func(braze-epilogue-fusion{remarks=true})",
         "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
         "func.func(braze-lower-kernels)", "func.func(braze-fold-layouts{remarks=true})", "func.func(braze-channels-last)", "func.func(braze-collapse-dims)", "cse",
         "func.func(braze-verify-collective-order)", "func.func(braze-overlap{remarks=true})",

@@ -82,7 +82,7 @@ def test_transformer_block_report_renders_in_chromium(tmp_path):
     page = compiled.stats["report"]
     assert page == tmp_path / "block.html"
     kernels = [op for op in compiled.module.mlir_module.body.operations[0].regions[0].blocks[0].operations
-               if op.operation.name in ("braze.kernel", "braze.fused_gemm")]
+               if op.operation.name in ("braze.kernel", "braze.fused_gemm", "braze.flash_attention")]
     names = list(emit(compiled.module, "cpu")["forward"].kernels)
     assert len(names) == len(kernels) >= 4
 
@@ -135,6 +135,7 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
     assert "braze_kernel_1(" in source and "braze_kernel_0(" not in source
     passes = re.findall(r"<tr><td>([^<]+)</td><td class=\"n\">\d+\.\d\d</td>", html)
     assert passes == ["braze-simplify", "func.func(braze-verify-collective-order)",
+                      "func.func(braze-form-attention{remarks=true})", "func.func(braze-lower-attention{remarks=true})",
                       "func.func(braze-epilogue-fusion{remarks=true})",
                       "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
                       "func.func(braze-lower-kernels)", "func.func(braze-fold-layouts{remarks=true})",

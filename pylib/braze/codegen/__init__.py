@@ -70,9 +70,13 @@ def emit_kernels(operations: list, target: str, threads: int | None = None) -> E
     ops in order) for `target`; `threads` per block on GPUs."""
     kernels, combos = function_kernels(operations)
     chosen = renderer_class(target)
-    if target != "cpu" and any(kernel.operation.name == "braze.fused_gemm" for kernel in kernels):
-        raise BrazeError(f"the {target} renderer does not spell braze.fused_gemm (the CPU's does): its "
-                         "pipeline leaves braze-epilogue-fusion out, so its GEMMs stay library calls")
+    cpu_only = {"braze.fused_gemm": "braze-epilogue-fusion out, so its GEMMs stay library calls",
+                "braze.flash_attention": "braze-lower-attention out, so its attentions stay library calls"}
+    for kernel in kernels:
+        why = cpu_only.get(kernel.operation.name) if target != "cpu" else None
+        if why:
+            raise BrazeError(f"the {target} renderer does not spell {kernel.operation.name} (the CPU's does): "
+                             f"its pipeline leaves {why}")
     if target == "cpu":
         from braze.codegen.cpp.emitter import emit
 

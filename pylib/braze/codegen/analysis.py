@@ -86,14 +86,17 @@ def combo_schedules(combo) -> list[SubKernelSchedule]:
     return schedules
 
 
+# The ops a target's emitter turns into one generated function each.
+GENERATED_OPS = ("braze.kernel", "braze.fused_gemm", "braze.flash_attention")
+
+
 def function_kernels(operations: list) -> tuple[list, list]:
-    """The `braze.kernel`s and `braze.fused_gemm`s of one function's
-    `operations` in program order (a combo's sub-kernels where the combo
-    is), and its `braze.combo`s."""
+    """The GENERATED_OPS of one function's `operations` in program order (a
+    combo's sub-kernels where the combo is), and its `braze.combo`s."""
     kernels, combos = [], []
     for op in operations:
         name = op.operation.name
-        if name in ("braze.kernel", "braze.fused_gemm"):
+        if name in GENERATED_OPS:
             kernels.append(op)
         elif name == "braze.combo":
             combos.append(op)

@@ -81,17 +81,27 @@ def convolution_layout(op) -> torch.memory_format:
     return torch.channels_last if op.operand_types[0].rank == 4 else torch.channels_last_3d
 
 
-@prepares("braze.attention")
+@prepares("braze.attention", "braze.flash_attention")
 def attention(op):
-    """PyTorch's scaled_dot_product_attention (its fused CPU kernel)."""
+    """PyTorch's scaled_dot_product_attention (its fused CPU kernel). The
+    runtime runs braze.flash_attention as a generated kernel; the reference
+    interpreter, through this table, as the attention it computes (its
+    schedule changes no result)."""
     attributes = op.attributes
     options = {"scale": attributes.get("scale"),
                "is_causal": "causal" in attributes, "enable_gqa": "gqa" in attributes}
+    masked_rows_nan = "masked_rows_nan" in attributes
 
     def run(operands, context):
         query, key, value, *mask = operands
-        return [torch.nn.functional.scaled_dot_product_attention(
-            query, key, value, attn_mask=mask[0] if mask else None, **options)]
+        mask = mask[0] if mask else None
+        output = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask, **options)
+        if masked_rows_nan and mask is not None:
+            # SDPA gives a row with every key masked zeros; softmax of a row
+            # of minus infinity is NaN.
+            masked = ~mask.any(-1) if mask.dtype == torch.bool else (mask == float("-inf")).all(-1)
+            output = output.masked_fill(masked.unsqueeze(-1), float("nan"))
+        return [output]
 
     return run
 

@@ -130,8 +130,9 @@ def kernel_flops(kernel_op, dynamic: int | None = None) -> int | None:
 
 
 def _product_flops(op, dynamic: int | None) -> int | None:
-    """2 flops per multiply-add of a library call: matrix products,
-    convolutions, attention (their own arithmetic, none for other ops)."""
+    """2 flops per multiply-add of a library call or a library-backed
+    kernel: matrix products, convolutions, attention (their own arithmetic,
+    none for other ops)."""
     name = op.operation.name
     operands = [_shape(v.type, dynamic) for v in op.operation.operands]
     result = _shape(op.operation.results[0].type, dynamic) if op.operation.results else []
@@ -148,7 +149,7 @@ def _product_flops(op, dynamic: int | None) -> int | None:
     if name == "braze.convolution":  # per output (input, when transposed) point: a weight slice
         weight = math.prod(operands[1][1:])
         return 2 * weight * (math.prod(operands[0]) if "transposed" in op.attributes else points)
-    if name == "braze.attention":  # scores (L x S x E) and the weighted sum (L x S x Ev)
+    if name in ("braze.attention", "braze.flash_attention"):  # scores (L x S x E), weighted sum (L x S x Ev)
         query, key = operands[0], operands[1]
         return 2 * (points // max(result[-1], 1)) * key[-2] * (query[-1] + result[-1])
     return 0

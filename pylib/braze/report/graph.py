@@ -274,7 +274,7 @@ def mark_refusals(graph: Graph, remarks: list) -> list[tuple[str, str, str, str,
 
 
 # The box kind of what each kind of compiled kernel comes from.
-_KERNEL_BOXES = {"braze.kernel": "kernel", "braze.fused_gemm": "fused-gemm"}
+_KERNEL_BOXES = {"braze.kernel": "kernel", "braze.fused_gemm": "fused-gemm", "braze.flash_attention": "kernel"}
 
 
 def name_kernels(graph: Graph, kernels: list[tuple[str, str, str]], kept_ops: set[str]) -> None:

@@ -33,7 +33,7 @@ DYNAMIC = 1
 # Ops the executor calls a library for (the rest that computes is a
 # kernel, an extern call, control flow, or runs through torch).
 _LIBRARY = {"braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
-            "braze.fused_gemm"}
+            "braze.fused_gemm", "braze.flash_attention"}
 
 
 @dataclass
@@ -65,10 +65,10 @@ def _microseconds(seconds: float) -> str:
 
 
 def _label(op, names: dict[str, list[str]]) -> str:
-    """A kernel's or fused GEMM's name (a combo's: its sub-kernels'), an
+    """A generated kernel's name (a combo's: its sub-kernels'), an
     extern call's aten overload, else the op."""
     name = op.operation.name
-    if name in ("braze.kernel", "braze.fused_gemm"):  # named in one sequence (function_kernels)
+    if name in ("braze.kernel", "braze.fused_gemm", "braze.flash_attention"):  # named in one sequence (function_kernels)
         queue = names.get(str(op.operation.location))
         return queue.pop(0) if queue else "kernel"
     if name == "braze.combo":

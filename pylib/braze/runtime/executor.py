@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
-_FRESH = {"braze.kernel", "braze.fused_gemm", "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
+_FRESH = {"braze.kernel", "braze.fused_gemm", "braze.flash_attention", "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
           *CONTROL_FLOW_OPS}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}
@@ -434,7 +434,7 @@ class Program:
                         value = value.contiguous()
                     template[result] = value
                 continue
-            if name in ("braze.kernel", "braze.fused_gemm"):
+            if name in ("braze.kernel", "braze.fused_gemm", "braze.flash_attention"):
                 call = kernels_runtime.kernel_call(next(kernel_specs), op, slots)
                 kernel_steps.append((op, call))
             elif name in collectives.OPS:

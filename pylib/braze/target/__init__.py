@@ -64,6 +64,13 @@ class TargetOptions:
     # it (braze-epilogue-fusion; on targets whose emitters spell
     # braze.fused_gemm: the CPU).
     epilogue_fusion: bool = True
+    # Form one braze.attention from softmax(q @ k^T * scale + mask) @ v
+    # spelled out (braze-form-attention): the scores are never written out.
+    form_attention: bool = True
+    # Run each braze.attention as a generated flash-attention kernel
+    # (braze-lower-attention; on targets whose emitters spell
+    # braze.flash_attention: the CPU) instead of the library's.
+    flash_attention: bool = True
     # Directory of the compiled-kernel cache (default: BRAZE_CACHE_DIR).
     # Not part of the cache key.
     cache_dir: str | None = None
@@ -131,10 +138,11 @@ class Target:
     # max-arguments); 0: its renderers do not spell braze.combo.
     combo_arguments = 0
 
-    def fused_gemm_missing(self) -> str | None:
-        """Why this target's emitters cannot run braze.fused_gemm (None:
-        they can, and its pipeline runs braze-epilogue-fusion)."""
-        return f"the {self.name} renderers do not spell braze.fused_gemm"
+    def blas_kernels_missing(self) -> str | None:
+        """Why this target's emitters cannot run the kernels built on a BLAS,
+        braze.fused_gemm and braze.flash_attention (None: they can, and its
+        pipeline runs braze-epilogue-fusion and braze-lower-attention)."""
+        return f"the {self.name} renderers do not spell braze.fused_gemm or braze.flash_attention"
 
     def options(self, given: dict | None = None) -> TargetOptions:
         known = {f.name for f in dataclasses.fields(self.options_type)}
@@ -148,12 +156,15 @@ class Target:
         """The pass pipeline that takes captured IR to the kernel form."""
         from braze.passes import combo_kernels_pass, kernel_form_pipeline
 
+        blas_kernels = self.blas_kernels_missing() is None
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
                                         options.collapse_dims, overlap=options.overlap,
                                         # GPU launchers copy strided inputs; index maps over host
                                         # views are read in place by the CPU's kernels only.
                                         fold_layouts=options.fold_layouts and not self.gpu,
-                                        epilogue_fusion=options.epilogue_fusion and self.fused_gemm_missing() is None)
+                                        epilogue_fusion=options.epilogue_fusion and blas_kernels,
+                                        form_attention=options.form_attention,
+                                        flash_attention=options.flash_attention and blas_kernels)
         if options.combo_kernels and self.combo_arguments:
             pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:

@@ -22,7 +22,7 @@ class CpuTarget(Target):
     install = "apt-get install g++ (or set CXX)"
     combo_arguments = 250
 
-    def fused_gemm_missing(self) -> str | None:
+    def blas_kernels_missing(self) -> str | None:
         from braze.runtime import blas
 
         return blas.missing()

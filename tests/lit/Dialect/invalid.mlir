@@ -819,3 +819,19 @@ func.func @slice_two_bounds(%a: tensor<4x8xf32>) {
   %0 = "braze.slice"(%a) <{dim = 1 : i64, static_bounds = array<i64: 0, 4>}> : (tensor<4x8xf32>) -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+func.func @flash_attention_block(%q: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @+1 {{q_block and kv_block must be at least 1, got 0 and 64}}
+  %o = braze.flash_attention %q, %q, %q scale 0.25 q_block 0 kv_block 64 : tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
+  return %o : tensor<2x8x16xf32>
+}
+
+// -----
+
+func.func @flash_attention_shapes(%q: tensor<2x8x16xf32>, %k: tensor<2x8x12xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @+1 {{query and key must have one embedding size, got 16 and 12}}
+  %o = braze.flash_attention %q, %k, %q scale 0.25 q_block 8 kv_block 8 : tensor<2x8x16xf32>, tensor<2x8x12xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
+  return %o : tensor<2x8x16xf32>
+}

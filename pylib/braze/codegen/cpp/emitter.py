@@ -512,20 +512,24 @@ def emit(kernels: list[ir.OpView], combos: list[ir.OpView] = (),
     the combo is), and one `<prefix>_combo_<m>` launch function per combo
     in `combos` (codegen/cpp/combo.py), whose sub-kernels are not
     callable on their own."""
-    from braze.codegen.cpp import gemm
+    from braze.codegen.cpp import attention, gemm
     from braze.codegen.cpp.combo import ITEM_AT, render_combo, sub_kernel_blocks
 
     parts = [PRELUDE, "#include <algorithm>\n#include <cstdlib>\n#include <omp.h>"]
     if combos:
         parts.append(ITEM_AT)
-    if any(kernel.operation.name == "braze.fused_gemm" for kernel in kernels):
-        parts.append(gemm.GEMM_PRELUDE)
+    # Library-backed kernels: their renderer and the preludes they need.
+    library_kernels = {"braze.fused_gemm": (gemm.render, [gemm.GEMM_PRELUDE]),
+                       "braze.flash_attention": (attention.render, [gemm.GEMM_PRELUDE, attention.ATTENTION_PRELUDE])}
+    for name in library_kernels:
+        if any(kernel.operation.name == name for kernel in kernels):
+            parts += [prelude for prelude in library_kernels[name][1] if prelude not in parts]
     blocks = sub_kernel_blocks(combos)
     specs = {}
     for number, kernel in enumerate(kernels):
         name = f"{prefix}_{number}"
-        if kernel.operation.name == "braze.fused_gemm":
-            source, specs[name] = gemm.render(kernel, name)
+        if kernel.operation.name in library_kernels:
+            source, specs[name] = library_kernels[kernel.operation.name][0](kernel, name)
             parts.append(source)
             continue
         analysis = KernelAnalysis(kernel, name)

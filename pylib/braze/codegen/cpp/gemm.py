@@ -59,23 +59,24 @@ extern "C" void braze_set_blas(void* const* functions) {
   bz_gemm_bf16 = (bz_hgemm_fn)functions[2];
   bz_gemm_f16 = (bz_hgemm_fn)functions[3];
 }
-// Row-major C[m, n] (row stride ldc) = A B: A is [m, k] (ta: stored as [k, m]), B is [k, n] (tb: stored
-// as [n, k]), with row strides lda and ldb. The Fortran BLAS is column-major: it computes C^T = B^T A^T.
+// Row-major C[m, n] (row stride ldc) = A B + beta C: A is [m, k] (ta: stored as [k, m]), B is [k, n] (tb:
+// stored as [n, k]), with row strides lda and ldb. The Fortran BLAS is column-major: it computes
+// C^T = B^T A^T.
 template <class T, class F>
 static inline void bz_gemm_cm(F gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                              const T* b, int64_t ldb, T* c, int64_t ldc) {
+                              const T* b, int64_t ldb, T* c, int64_t ldc, T beta) {
   const char transa = ta ? 'T' : 'N', transb = tb ? 'T' : 'N';
   const int rows = (int)n, cols = (int)m, depth = (int)k, la = (int)lda, lb = (int)ldb, lc = (int)ldc;
-  const T one = 1, zero = 0;
-  gemm(&transb, &transa, &rows, &cols, &depth, &one, b, &lb, a, &la, &zero, c, &lc);
+  const T one = 1;
+  gemm(&transb, &transa, &rows, &cols, &depth, &one, b, &lb, a, &la, &beta, c, &lc);
 }
 static inline void bz_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                           const float* b, int64_t ldb, float* c, int64_t ldc) {
-  bz_gemm_cm(bz_sgemm, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+                           const float* b, int64_t ldb, float* c, int64_t ldc, float beta = 0) {
+  bz_gemm_cm(bz_sgemm, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, beta);
 }
 static inline void bz_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-                           const double* b, int64_t ldb, double* c, int64_t ldc) {
-  bz_gemm_cm(bz_dgemm, ta, tb, m, n, k, a, lda, b, ldb, c, ldc);
+                           const double* b, int64_t ldb, double* c, int64_t ldc, double beta = 0) {
+  bz_gemm_cm(bz_dgemm, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, beta);
 }
 // How a fused GEMM's C (batches of m x n) splits into panels, one task each: column panels of at most
 // max_cols columns, narrowed (to min_cols or more) until the tasks divide among the threads (3 panels of

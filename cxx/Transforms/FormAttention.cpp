@@ -1,0 +1,443 @@
+//===- FormAttention.cpp - the braze-form-attention pass ------------------===//
+//
+// Attention spelled out as products and a softmax (reference code, BERT's
+// and GPT-2's eager attention, SDPA's math decomposition) becomes one
+// braze.attention, which never writes the L x S scores out.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Dialect/BrazeDialect.h"
+#include "Dialect/BrazeOps.h"
+#include "Transforms/IterationDomain.h"
+#include "Transforms/Passes.h"
+
+#include "llvm/ADT/SetVector.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace braze {
+#define GEN_PASS_DEF_BRAZEFORMATTENTION
+#include "braze/Passes.h.inc"
+} // namespace braze
+
+using namespace mlir;
+using namespace braze;
+
+namespace {
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// The value of a splat float constant, if `value` is one.
+std::optional<double> splatValue(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return std::nullopt;
+  auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+  if (!splat || !isa<FloatType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APFloat>().convertToDouble();
+}
+
+std::string formatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+/// A scalar operand of a pointwise op: every dim 1 (or none).
+bool isScalarShaped(Value value) {
+  return llvm::all_of(tensorType(value).getShape(),
+                      [](int64_t d) { return d == 1; });
+}
+
+/// Whether a reshape from `from` to `to` only merges (or splits) the dims
+/// before the last two, which it keeps: how a product of rank-4 tensors is
+/// captured (`[B, H, L, S]` <-> `[B*H, L, S]`). Dynamic sizes are taken to
+/// be the capture's own (a dynamic dim equals a dynamic dim).
+bool mergesBatch(RankedTensorType from, RankedTensorType to) {
+  if (from.getRank() < 2 || to.getRank() < 2)
+    return false;
+  ArrayRef<int64_t> a = from.getShape(), b = to.getShape();
+  if (a.take_back(2) != b.take_back(2))
+    return false;
+  auto product = [](ArrayRef<int64_t> dims) -> std::optional<int64_t> {
+    int64_t total = 1;
+    for (int64_t d : dims) {
+      if (ShapedType::isDynamic(d))
+        return std::nullopt;
+      total *= d;
+    }
+    return total;
+  };
+  std::optional<int64_t> p = product(a.drop_back(2)),
+                         q = product(b.drop_back(2));
+  return p == q; // both static and equal, or both with a dynamic dim
+}
+
+/// The users of an op's results.
+bool onlyUsedBy(Operation *op, const llvm::SetVector<Operation *> &allowed) {
+  return llvm::all_of(op->getUsers(),
+                      [&](Operation *user) { return allowed.contains(user); });
+}
+
+/// One attention found at a product `softmax(...) @ v`.
+class AttentionMatch {
+public:
+  explicit AttentionMatch(Operation *root) : root(root) {}
+
+  /// Whether the product's lhs is a softmax over the last dim: only then
+  /// is the product an attention candidate worth a remark.
+  bool findSoftmax();
+  /// The rest of the pattern, after findSoftmax; false with `why` set.
+  bool match();
+  /// Replaces the product and the ops taken by one braze.attention.
+  void build(OpBuilder &builder);
+
+  std::string why;
+  std::string maskKind = "no mask";
+  double scale = 1.0;
+
+private:
+  bool refuse(const Twine &reason) {
+    why = reason.str();
+    return false;
+  }
+  /// `value` (of rank 3 or 2) in the frame's rank: itself, or the input of
+  /// a reshape that merged the frame's batch dims.
+  Value inFrame(Value value);
+  /// `value` as inFrame found it, reshaped to the frame if it must be.
+  Value framed(Value value, OpBuilder &builder);
+  bool takeMask(Value &scores);
+  bool takeScale(Value &scores);
+
+  Operation *root;
+  Value probabilities; // the softmax's result, in the frame
+  Value scores;        // the softmax's input: scaled and masked Q K^T
+  RankedTensorType frame; // [B..., L, S]
+  Value query, keyTransposed, value, mask;
+  Value notInput;      // a condition the boolean mask negates
+  bool boolMask = false;
+  llvm::SetVector<Operation *> taken; // in program order once sorted
+  // Ops the pattern reads that others may read too: the reshapes and
+  // permute of q, k and v, constants, an undone `not`.
+  SmallVector<Operation *> views;
+  // Values read through a reshape to the frame the pass makes, and its type.
+  SmallVector<std::pair<Value, RankedTensorType>> pending;
+};
+
+Value AttentionMatch::inFrame(Value value) {
+  RankedTensorType type = tensorType(value);
+  if (type.getRank() == frame.getRank())
+    return value;
+  if (auto reshape = value.getDefiningOp<ReshapeOp>()) {
+    RankedTensorType source = tensorType(reshape.getInput());
+    if (source.getRank() == frame.getRank() &&
+        mergesBatch(source, reshape.getType()) &&
+        source.getShape().drop_back(2) == frame.getShape().drop_back(2)) {
+      views.push_back(reshape);
+      return reshape.getInput();
+    }
+  }
+  // Read through a reshape of its own to the frame's batch dims (q, k or v
+  // sliced out of a larger tensor, say): one that needs no sizes.
+  SmallVector<int64_t> shape(frame.getShape().drop_back(2));
+  llvm::append_range(shape, type.getShape().take_back(2));
+  auto framed = RankedTensorType::get(shape, type.getElementType());
+  if (!mergesBatch(framed, type) ||
+      llvm::count_if(shape, ShapedType::isDynamic) > 1)
+    return {};
+  pending.push_back({value, framed});
+  return value;
+}
+
+Value AttentionMatch::framed(Value value, OpBuilder &builder) {
+  for (auto [source, type] : pending)
+    if (source == value)
+      return ReshapeOp::create(builder, root->getLoc(), type, value,
+                               ValueRange{});
+  return value;
+}
+
+bool AttentionMatch::findSoftmax() {
+  Value lhs = root->getOperand(0);
+  if (auto reshape = lhs.getDefiningOp<ReshapeOp>()) {
+    if (!mergesBatch(tensorType(reshape.getInput()), reshape.getType()))
+      return false;
+    taken.insert(reshape);
+    lhs = reshape.getInput();
+  }
+  if (auto cast = lhs.getDefiningOp<CastOp>()) { // softmax(..., dtype=f32).to(q.dtype)
+    taken.insert(cast);
+    lhs = cast.getInput();
+  }
+  auto div = lhs.getDefiningOp<DivOp>();
+  if (!div)
+    return false;
+  auto exp = div.getLhs().getDefiningOp<ExpOp>();
+  auto sum = div.getRhs().getDefiningOp<SumOp>();
+  if (!exp || !sum || sum.getInput() != exp.getResult() || !sum.getKeepdim())
+    return false;
+  auto sub = exp.getInput().getDefiningOp<SubOp>();
+  if (!sub)
+    return false;
+  auto max = sub.getRhs().getDefiningOp<MaxOp>();
+  if (!max || max.getInput() != sub.getLhs() || !max.getKeepdim())
+    return false;
+  frame = tensorType(div.getResult());
+  int64_t last = frame.getRank() - 1;
+  if (reducedDims(sum) != SmallVector<int64_t>{last} ||
+      reducedDims(max) != SmallVector<int64_t>{last} ||
+      tensorType(sub.getLhs()).getShape() != frame.getShape())
+    return false;
+  for (Operation *op : {max.getOperation(), sub.getOperation(),
+                        exp.getOperation(), sum.getOperation(),
+                        div.getOperation()})
+    taken.insert(op);
+  probabilities = div.getResult();
+  scores = sub.getLhs();
+  return true;
+}
+
+bool AttentionMatch::takeMask(Value &value) {
+  Operation *def = value.getDefiningOp();
+  if (auto add = dyn_cast_or_null<AddOp>(def)) {
+    // The scores are the operand that is a product (through a scale or a
+    // reshape); the other is the mask.
+    auto isScores = [](Value v) {
+      Operation *op = v.getDefiningOp();
+      return op && isa<MulOp, DivOp, ReshapeOp, BmmOp, MatmulOp>(op);
+    };
+    bool lhsScores = isScores(add.getLhs()) &&
+                     tensorType(add.getLhs()).getShape() == frame.getShape();
+    mask = lhsScores ? add.getRhs() : add.getLhs();
+    value = lhsScores ? add.getLhs() : add.getRhs();
+    if (tensorType(value).getShape() != frame.getShape())
+      return refuse("the mask broadcasts the scores to a larger shape");
+    maskKind = "additive mask";
+    taken.insert(add);
+    return true;
+  }
+  if (auto where = dyn_cast_or_null<WhereOp>(def)) {
+    std::optional<double> onTrue = splatValue(where.getTrueValue());
+    std::optional<double> onFalse = splatValue(where.getFalseValue());
+    bool fillOnTrue = onTrue && isScalarShaped(where.getTrueValue());
+    bool fillOnFalse = onFalse && isScalarShaped(where.getFalseValue());
+    if (!fillOnTrue && !fillOnFalse)
+      return refuse("the scores are selected between two tensors, not "
+                    "masked with a constant");
+    double fill = fillOnTrue ? *onTrue : *onFalse;
+    if (!(std::isinf(fill) && fill < 0))
+      return refuse("the mask fills with " + formatNumber(fill) +
+                    ", not minus infinity (a finite fill gives a fully "
+                    "masked row other weights than attention's)");
+    value = fillOnTrue ? where.getFalseValue() : where.getTrueValue();
+    if (tensorType(value).getShape() != frame.getShape())
+      return refuse("the mask broadcasts the scores to a larger shape");
+    mask = where.getCondition();
+    boolMask = true;
+    if (fillOnTrue) { // kept where the condition is false
+      if (auto negated = mask.getDefiningOp<NotOp>()) {
+        views.push_back(negated);
+        mask = negated.getInput();
+      } else
+        notInput = mask;
+    }
+    maskKind = "boolean mask";
+    views.push_back((fillOnTrue ? where.getTrueValue() : where.getFalseValue())
+                        .getDefiningOp());
+    taken.insert(where);
+    return true;
+  }
+  return true; // no mask
+}
+
+bool AttentionMatch::takeScale(Value &value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || !isa<MulOp, DivOp>(def))
+    return true;
+  Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+  std::optional<double> factor = splatValue(rhs);
+  bool constantOnRhs = factor && isScalarShaped(rhs);
+  if (!constantOnRhs && isa<MulOp>(def)) {
+    factor = splatValue(lhs);
+    if (factor && isScalarShaped(lhs))
+      std::swap(lhs, rhs);
+    else
+      factor.reset();
+  } else if (!constantOnRhs) {
+    factor.reset();
+  }
+  if (!factor)
+    return refuse("the scores are scaled by a tensor, not a constant");
+  scale = isa<DivOp>(def) ? 1.0 / *factor : *factor;
+  views.push_back(rhs.getDefiningOp());
+  value = lhs;
+  taken.insert(def);
+  return true;
+}
+
+bool AttentionMatch::match() {
+  Value current = scores;
+  if (auto cast = current.getDefiningOp<CastOp>()) { // half scores, f32 softmax
+    taken.insert(cast);
+    current = cast.getInput();
+  }
+  if (!takeMask(current) || !takeScale(current))
+    return false;
+  if (auto reshape = current.getDefiningOp<ReshapeOp>()) {
+    if (!mergesBatch(tensorType(reshape.getInput()), reshape.getType()))
+      return refuse("the scores are reshaped other than by merging batch "
+                    "dims");
+    taken.insert(reshape);
+    current = reshape.getInput();
+  }
+  Operation *product = current.getDefiningOp();
+  if (!product || !isa<BmmOp, MatmulOp>(product))
+    return refuse("the softmax's input is not a product q @ k^T (through a "
+                  "scale and a mask)");
+  taken.insert(product);
+  query = inFrame(product->getOperand(0));
+  keyTransposed = inFrame(product->getOperand(1));
+  value = inFrame(root->getOperand(1));
+  if (!query || !keyTransposed || !value)
+    return refuse("q, k or v has other batch dims than the scores");
+  Type element = tensorType(query).getElementType();
+  if (tensorType(keyTransposed).getElementType() != element ||
+      tensorType(value).getElementType() != element ||
+      tensorType(root->getResult(0)).getElementType() != element)
+    return refuse("q, k, v and the result have different element types");
+  if (mask && !boolMask && tensorType(mask).getElementType() != element)
+    return refuse("the additive mask's element type is not q's");
+  if (mask && tensorType(mask).getRank() > frame.getRank())
+    return refuse("the mask has more dims than the scores");
+  if (llvm::any_of(taken, [&](Operation *op) {
+        return op->getBlock() != root->getBlock();
+      }))
+    return refuse("the pattern spans regions");
+  // Every value between the two products is read only inside the pattern.
+  llvm::SetVector<Operation *> inside(taken.begin(), taken.end());
+  inside.insert(root);
+  for (Operation *op : taken)
+    if (!onlyUsedBy(op, inside))
+      return refuse("'" + op->getName().getStringRef().str() +
+                    "' (the scores or the weights) is read outside the "
+                    "attention");
+  // The product's own result: read as is, or through reshapes to the frame.
+  RankedTensorType result = tensorType(root->getResult(0));
+  if (result.getRank() != frame.getRank() &&
+      llvm::count_if(result.getShape(), ShapedType::isDynamic) > 1 &&
+      !llvm::all_of(root->getUsers(), [&](Operation *user) {
+        auto reshape = dyn_cast<ReshapeOp>(user);
+        return reshape && reshape.getType().getRank() == frame.getRank() &&
+               mergesBatch(reshape.getType(), result);
+      }))
+    return refuse("the result is read with several dynamic dims in its "
+                  "merged form");
+  return true;
+}
+
+void AttentionMatch::build(OpBuilder &builder) {
+  Location loc = root->getLoc();
+  builder.setInsertionPoint(root);
+  int64_t rank = frame.getRank();
+  query = framed(query, builder);
+  keyTransposed = framed(keyTransposed, builder);
+  value = framed(value, builder);
+  Value key;
+  auto permute = keyTransposed.getDefiningOp<PermuteOp>();
+  SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(swap[rank - 1], swap[rank - 2]);
+  if (permute && permute.getPermutation() == ArrayRef<int64_t>(swap)) {
+    key = permute.getInput();
+    views.push_back(permute);
+  } else {
+    SmallVector<int64_t> shape(tensorType(keyTransposed).getShape());
+    std::swap(shape[rank - 1], shape[rank - 2]);
+    key = PermuteOp::create(
+        builder, loc,
+        RankedTensorType::get(shape, tensorType(keyTransposed).getElementType()),
+        keyTransposed, swap);
+  }
+  if (notInput)
+    mask = NotOp::create(builder, loc, notInput.getType(), notInput);
+  SmallVector<int64_t> shape(tensorType(query).getShape());
+  shape.back() = tensorType(value).getShape().back();
+  auto type = RankedTensorType::get(shape, tensorType(query).getElementType());
+  auto attention = AttentionOp::create(
+      builder, loc, type, query, key, value, mask,
+      builder.getF64FloatAttr(scale), /*causal=*/UnitAttr(),
+      /*gqa=*/UnitAttr(), /*masked_rows_nan=*/builder.getUnitAttr());
+  Value product = root->getResult(0);
+  RankedTensorType productType = tensorType(product);
+  if (productType == type) {
+    product.replaceAllUsesWith(attention.getResult());
+  } else {
+    // Users reshaping back to the frame read the attention itself.
+    for (Operation *user : llvm::to_vector(product.getUsers())) {
+      auto reshape = dyn_cast<ReshapeOp>(user);
+      if (reshape && reshape.getType() == type) {
+        reshape.getResult().replaceAllUsesWith(attention.getResult());
+        reshape->erase();
+      }
+    }
+    if (!product.use_empty())
+      product.replaceAllUsesWith(
+          ReshapeOp::create(builder, loc, productType, attention.getResult(),
+                            ValueRange{}));
+  }
+  root->erase();
+  Block *block = attention->getBlock();
+  llvm::SetVector<Operation *> unique(taken.begin(), taken.end());
+  for (Operation *view : views)
+    if (view->getBlock() == block)
+      unique.insert(view);
+  SmallVector<Operation *> dead = unique.takeVector();
+  // Users before producers: erase what nothing reads any more.
+  llvm::sort(dead, [](Operation *a, Operation *b) {
+    return b->isBeforeInBlock(a);
+  });
+  for (Operation *op : dead)
+    if (op->use_empty())
+      op->erase();
+}
+
+struct BrazeFormAttentionPass
+    : braze::impl::BrazeFormAttentionBase<BrazeFormAttentionPass> {
+  using BrazeFormAttentionBase::BrazeFormAttentionBase;
+
+  // Each product whose lhs is a softmax over the last dim is tried; one
+  // that fits the whole pattern is replaced, one that does not gets a
+  // remark saying why.
+  void runOnOperation() override {
+    SmallVector<Operation *> products;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<BmmOp, MatmulOp>(op))
+        products.push_back(op);
+    });
+    OpBuilder builder(&getContext());
+    for (Operation *root : products) {
+      AttentionMatch match(root);
+      if (!match.findSoftmax())
+        continue;
+      if (!match.match()) {
+        if (remarks)
+          root->emitRemark() << "'" << root->getName()
+                             << "' of a softmax not formed into "
+                                "braze.attention: "
+                             << match.why;
+        continue;
+      }
+      if (remarks)
+        root->emitRemark() << "'" << root->getName()
+                           << "' of a softmax formed into braze.attention ("
+                           << match.maskKind << ", scale "
+                           << formatNumber(match.scale)
+                           << ")";
+      match.build(builder);
+      ++numFormed;
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,289 @@
+"""Prints a `braze.flash_attention` as one C++ function with a kernel's ABI
+(`extern "C" int <name>(void* const* buffers, const int64_t* sizes)`, see
+codegen/attention.py for what `sizes` holds).
+
+The work items are batch x heads x query blocks, split statically among
+the threads. Each item walks the keys a block at a time: the scores of its
+query rows against the block are one BLAS GEMM (MKL, set by
+`braze_set_blas` as for fused GEMMs) into a per-thread buffer, where the
+scale and the mask are applied by the loop this file spells (the only part
+that differs between attentions); `bz_attention` (the prelude below) then
+updates each row's running max and sum, rescales the accumulator, and adds
+the probabilities times the value block with a second GEMM. f16/bf16
+blocks are widened to f32 first; the output is rounded once.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from braze.codegen.attention import AttentionAnalysis
+from braze.codegen.renderer import CStyleRenderer
+from braze.errors import BrazeError
+
+# Below this many multiply-adds an attention runs on one thread.
+PARALLEL_WORK = 1 << 20
+
+ATTENTION_PRELUDE = r"""
+// ---- flash attention: GEMMs from the BLAS above, an online softmax between them ----
+// Up to this many query rows an item scores keys with dot products, not the BLAS (decode steps).
+#define BZ_ATTENTION_GEMV_ROWS 4
+BZ_INLINE float bz_same(float x) { return x; }
+BZ_INLINE double bz_same(double x) { return x; }
+// One work item's state: T the storage type, A the accumulator (float; double for double), widen/narrow
+// convert between them. Buffers are per thread, sized for the largest block.
+template <class T, class A, A (*widen)(T), T (*narrow)(A)>
+struct bz_attention {
+  static constexpr bool same = sizeof(T) == sizeof(A);
+  int64_t e, ev, ldq = 0;
+  A *scores, *acc, *row_max, *row_sum, *q_wide, *k_wide, *v_wide;
+  const A* q = nullptr;
+  bz_attention(int64_t q_block, int64_t kv_block, int64_t e_, int64_t ev_) : e(e_), ev(ev_) {
+    scores = (A*)std::malloc(sizeof(A) * q_block * kv_block);
+    acc = (A*)std::malloc(sizeof(A) * q_block * ev);
+    row_max = (A*)std::malloc(sizeof(A) * q_block);
+    row_sum = (A*)std::malloc(sizeof(A) * q_block);
+    q_wide = same ? nullptr : (A*)std::malloc(sizeof(A) * q_block * e);
+    k_wide = same ? nullptr : (A*)std::malloc(sizeof(A) * kv_block * e);
+    v_wide = same ? nullptr : (A*)std::malloc(sizeof(A) * kv_block * ev);
+  }
+  ~bz_attention() {
+    std::free(scores); std::free(acc); std::free(row_max); std::free(row_sum);
+    std::free(q_wide); std::free(k_wide); std::free(v_wide);
+  }
+  static const A* widened(const T* in, int64_t rows, int64_t cols, int64_t ld, A* wide, int64_t* ld_out) {
+    if constexpr (same) {
+      *ld_out = ld;
+      return (const A*)in;
+    } else {
+      for (int64_t r = 0; r < rows; ++r) {
+        #pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) wide[r * cols + c] = widen(in[r * ld + c]);
+      }
+      *ld_out = cols;
+      return wide;
+    }
+  }
+  // A new item: `rows` query rows (row stride ld), no key seen yet.
+  void begin(int64_t rows, const T* query, int64_t ld) {
+    q = widened(query, rows, e, ld, q_wide, &ldq);
+    for (int64_t r = 0; r < rows; ++r) {
+      row_max[r] = -std::numeric_limits<A>::infinity();
+      row_sum[r] = 0;
+    }
+    std::fill(acc, acc + rows * ev, A(0));
+  }
+  // The raw scores of the item's rows against `cols` keys (row stride ld): [rows][cols]. A few rows (a
+  // decode step) read each key once with dot products: the BLAS would pack the block first.
+  A* score(int64_t rows, int64_t cols, const T* key, int64_t ld) {
+    if (rows <= BZ_ATTENTION_GEMV_ROWS) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const T* k = key + c * ld;
+        for (int64_t r = 0; r < rows; ++r) {
+          const A* qr = q + r * ldq;
+          // 16 lanes of partial sums (a reduction clause left this loop scalar for halves).
+          A part[16] = {};
+          int64_t i = 0;
+          for (; i + 16 <= e; i += 16) {
+            #pragma omp simd
+            for (int64_t l = 0; l < 16; ++l) part[l] += qr[i + l] * widen(k[i + l]);
+          }
+          for (; i < e; ++i) part[0] += qr[i] * widen(k[i]);
+          A dot = 0;
+          for (int64_t l = 0; l < 16; ++l) dot += part[l];
+          scores[r * cols + c] = dot;
+        }
+      }
+      return scores;
+    }
+    int64_t ldk;
+    const A* k = widened(key, cols, e, ld, k_wide, &ldk);
+    bz_gemm(false, true, rows, cols, e, q, ldq, k, ldk, scores, cols);
+    return scores;
+  }
+  // The scaled, masked scores of one block into the running softmax, then acc += P V.
+  void update(int64_t rows, int64_t cols, const T* value, int64_t ld) {
+    for (int64_t r = 0; r < rows; ++r) {
+      A* s = scores + r * cols;
+      A block_max = -std::numeric_limits<A>::infinity();
+      #pragma omp simd reduction(max:block_max)
+      for (int64_t c = 0; c < cols; ++c) block_max = s[c] > block_max ? s[c] : block_max;
+      const A new_max = block_max > row_max[r] ? block_max : row_max[r];
+      if (new_max == -std::numeric_limits<A>::infinity()) {  // every key masked so far: weights 0
+        std::fill(s, s + cols, A(0));
+        continue;
+      }
+      // exp(-inf) = 0 drops what came before a first finite score; a NaN score makes the row NaN.
+      const A correction = bz_exp(row_max[r] - new_max);
+      A total = 0;
+      #pragma omp simd reduction(+:total)
+      for (int64_t c = 0; c < cols; ++c) {
+        s[c] = bz_exp(s[c] - new_max);
+        total += s[c];
+      }
+      row_sum[r] = row_sum[r] * correction + total;
+      row_max[r] = new_max;
+      if (correction != A(1)) {
+        A* a = acc + r * ev;
+        #pragma omp simd
+        for (int64_t c = 0; c < ev; ++c) a[c] *= correction;
+      }
+    }
+    if (rows <= BZ_ATTENTION_GEMV_ROWS) {  // each value row read once, for every query row
+      for (int64_t c = 0; c < cols; ++c) {
+        const T* v = value + c * ld;
+        for (int64_t r = 0; r < rows; ++r) {
+          const A p = scores[r * cols + c];
+          A* a = acc + r * ev;
+          #pragma omp simd
+          for (int64_t i = 0; i < ev; ++i) a[i] += p * widen(v[i]);
+        }
+      }
+      return;
+    }
+    int64_t ldv;
+    const A* v = widened(value, cols, ev, ld, v_wide, &ldv);
+    bz_gemm(false, false, rows, ev, cols, scores, cols, v, ldv, acc, ev, A(1));
+  }
+  // acc / sum into the output rows (contiguous); a row with no key kept is 0, or NaN.
+  void end(int64_t rows, T* out, bool masked_rows_nan) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const A sum = row_sum[r];
+      const A empty = masked_rows_nan ? std::numeric_limits<A>::quiet_NaN() : A(0);
+      const A inverse = sum == A(0) ? A(0) : A(1) / sum;
+      #pragma omp simd
+      for (int64_t c = 0; c < ev; ++c)
+        out[r * ev + c] = narrow(sum == A(0) ? empty : acc[r * ev + c] * inverse);
+    }
+  }
+};
+"""
+
+_STORAGE = {"f32": ("float", "float", "bz_same", "bz_same"), "f64": ("double", "double", "bz_same", "bz_same"),
+            "bf16": ("uint16_t", "float", "bz_bf16_to_f32", "bz_f32_to_bf16"),
+            "f16": ("uint16_t", "float", "bz_f16_to_f32", "bz_f32_to_f16")}
+
+
+class AttentionRenderer:
+    def __init__(self, analysis: AttentionAnalysis):
+        self.a = analysis
+
+    def _stride(self, number: int, dim: int) -> str:
+        return "0" if self.a.broadcasts(number, dim) else f"stride{number}_{dim}"
+
+    def _offset(self, number: int, index: list[tuple[int, str]]) -> str:
+        """Input `number`'s element offset at (dim, index expression) pairs."""
+        terms = [f"{i} * {self._stride(number, d)}" for d, i in index if self._stride(number, d) != "0"]
+        return " + ".join(terms) or "0"
+
+    def _row_stride(self, number: int, length: str) -> str:
+        """Input `number`'s row stride for the BLAS, at least a row's `length`
+        (a dim of size 1 carries stride 0 here)."""
+        return f"std::max<int64_t>({self._stride(number, self.a.batch)}, {length})"
+
+    def _score(self) -> str:
+        """The line turning a raw score `row[c]` into the softmax's input."""
+        a = self.a
+        scaled = f"row[c] * ({self.accumulator}){a.scale!r}"
+        if a.causal:
+            return f"row[c] = i{a.s} > i{a.l} ? -std::numeric_limits<{self.accumulator}>::infinity() : {scaled};"
+        if a.mask is None:
+            return f"row[c] = {scaled};"
+        rank = a.rank
+        mask_rank = a.mask.type.rank
+        frame = [f"i{d}" for d in range(a.batch)] + [f"i{a.l}", f"i{a.s}"]
+        index = [(j, frame[rank - mask_rank + j]) for j in range(mask_rank)]
+        # The batch part is the item's base pointer; the rows and keys vary here.
+        varying = [(d, i) for d, i in index if i in (f"i{a.l}", f"i{a.s}")]
+        load = f"mask[{self._offset(3, varying)}]"
+        if a.mask_element == "i1":
+            return f"row[c] = {load} ? {scaled} : -std::numeric_limits<{self.accumulator}>::infinity();"
+        half = CStyleRenderer.half_load.get(a.mask_element)
+        return f"row[c] = {scaled} + ({self.accumulator}){f'{half}({load})' if half else load};"
+
+    def render(self) -> str:
+        a = self.a
+        storage, self.accumulator, widen, narrow = _STORAGE[a.element]
+        mask_type = {"i1": "uint8_t", "bf16": "uint16_t", "f16": "uint16_t", "f32": "float",
+                     "f64": "double"}.get(a.mask_element)
+        lines = [f'extern "C" BZ_WIDE_VECTORS int {a.name}(void* const* buffers, const int64_t* sizes) {{']
+        for number, name in enumerate(("query", "key", "value", "mask")[:len(a.inputs)]):
+            c_type = mask_type if number == 3 else storage
+            lines.append(f"  const {c_type}* __restrict in{number} = (const {c_type}*)buffers[{number}];  // {name}")
+        lines.append(f"  {storage}* __restrict out0 = ({storage}*)buffers[{len(a.inputs)}];")
+        for dim, size in enumerate(a.domain):
+            lines.append(f"  const int64_t n{dim} = {size if size is not None else f'sizes[{dim}]'};")
+        offset = len(a.domain)
+        for number, value in enumerate(a.inputs):
+            for dim in range(value.type.rank):
+                if not a.broadcasts(number, dim):
+                    lines.append(f"  const int64_t stride{number}_{dim} = sizes[{offset + dim}];")
+            offset += value.type.rank
+        b, l, ev, s, e = a.batch, f"n{a.l}", f"n{a.ev}", f"n{a.s}", f"n{a.e}"
+        if a.gqa:  # each key/value head serves `group` query heads
+            lines.append(f"  const int64_t group = n{b - 1} / std::max<int64_t>(n{a.key_heads}, 1);")
+        batches = " * ".join(f"n{d}" for d in range(b)) or "1"
+        lines += [
+            f"  const int64_t q_blocks = ({l} + {a.q_block - 1}) / {a.q_block};",
+            f"  const int64_t tasks = {batches} * q_blocks;",
+            f"  #pragma omp parallel if(tasks > 1 && {batches} * {l} * {s} * ({e} + {ev}) >= {PARALLEL_WORK})",
+            "  {",
+            f"    bz_attention<{storage}, {self.accumulator}, {widen}, {narrow}> item({a.q_block}, {a.kv_block}, {e}, {ev});",
+            "    #pragma omp for schedule(static)",
+            "    for (int64_t task = 0; task < tasks; ++task) {",
+            "      int64_t rest = task;",
+            "      const int64_t block = rest % q_blocks; rest /= q_blocks;",
+        ]
+        lines += [f"      const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(b))]
+        head = [(d, f"i{d}") for d in range(b)]
+        kv_head = [(d, "(i{0} / group)".format(d) if a.gqa and d == b - 1 else f"i{d}") for d in range(b)]
+        lines += [
+            f"      const int64_t q0 = block * {a.q_block}, rows = std::min<int64_t>({a.q_block}, {l} - q0);",
+            f"      const auto* query = in0 + {self._offset(0, head + [(b, 'q0')])};",
+            f"      const auto* key = in1 + {self._offset(1, kv_head)};",
+            f"      const auto* value = in2 + {self._offset(2, kv_head)};",
+        ]
+        if a.mask is not None:
+            mask_rank = a.mask.type.rank
+            mask_batch = [(j, f"i{a.rank - mask_rank + j}") for j in range(mask_rank)
+                          if a.rank - mask_rank + j < b]
+            lines.append(f"      const auto* mask = in3 + {self._offset(3, mask_batch)};")
+        # Causal: the keys after the item's last row are masked for all of its rows.
+        keys = f"std::min<int64_t>({s}, q0 + rows)" if a.causal else s
+        out_row = "0"
+        for d in range(b):
+            out_row = f"({out_row}) * n{d} + i{d}"
+        lines += [
+            f"      const int64_t keys = {keys};",
+            f"      item.begin(rows, query, {self._row_stride(0, e)});",
+            f"      for (int64_t kv0 = 0; kv0 < keys; kv0 += {a.kv_block}) {{",
+            f"        const int64_t cols = std::min<int64_t>({a.kv_block}, keys - kv0);",
+            f"        {self.accumulator}* scores = item.score(rows, cols, key + kv0 * {self._stride(1, b)}, "
+            f"{self._row_stride(1, e)});",
+            "        for (int64_t r = 0; r < rows; ++r) {",
+            f"          const int64_t i{a.l} = q0 + r;",
+            f"          {self.accumulator}* row = scores + r * cols;",
+            "          #pragma omp simd",
+            "          for (int64_t c = 0; c < cols; ++c) {",
+            f"            const int64_t i{a.s} = kv0 + c;",
+            f"            {self._score()}",
+            "          }",
+            "        }",
+            f"        item.update(rows, cols, value + kv0 * {self._stride(2, b)}, {self._row_stride(2, ev)});",
+            "      }",
+            f"      item.end(rows, out0 + (({out_row}) * {l} + q0) * {ev}, {str(a.masked_rows_nan).lower()});",
+            "    }",
+            "  }",
+            "  (void)sizes;",
+            "  return 0;",
+            "}",
+        ]
+        return "\n".join(lines)
+
+
+def render(op: ir.OpView, name: str) -> tuple[str, object]:
+    """The function of flash attention `op` named `name`, and its KernelSpec."""
+    analysis = AttentionAnalysis(op, name)
+    if analysis.element not in _STORAGE:
+        raise BrazeError(f"flash attention {name}: the CPU has no BLAS product of {analysis.element}")
+    return AttentionRenderer(analysis).render(), analysis.spec()

@@ -1,0 +1,49 @@
+// RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-lower-attention))' -split-input-file | FileCheck %s
+// RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-lower-attention{q-block=32 kv-block=64}))' -split-input-file | FileCheck %s --check-prefix=SMALL
+// RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-lower-attention{remarks=true}))' -split-input-file -verify-diagnostics -o /dev/null
+// RUN: not braze-opt %s -pass-pipeline='builtin.module(func.func(braze-lower-attention{q-block=0}))' -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: braze-lower-attention: q-block and kv-block must be at least 1, got 0 and 512
+
+// Tests that an attention with a mask becomes a flash attention with the
+// mask and scale kept and blocks no larger than its static extents (128
+// query rows but L is 100; 512 keys but S is 300).
+// CHECK-LABEL: func.func @masked
+// CHECK: braze.flash_attention %arg0, %arg1, %arg2 mask %arg3 scale 1.250000e-01 masked_rows_nan q_block 100 kv_block 300
+// CHECK-NOT: braze.attention
+// SMALL-LABEL: func.func @masked
+// SMALL: q_block 32 kv_block 64
+func.func @masked(%q: tensor<2x4x100x64xf32>, %k: tensor<2x4x300x64xf32>, %v: tensor<2x4x300x64xf32>, %m: tensor<2x1x1x300xf32>) -> tensor<2x4x100x64xf32> {
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 100, kv_block 300)}}
+  %o = braze.attention %q, %k, %v mask %m scale 0.125 masked_rows_nan : tensor<2x4x100x64xf32>, tensor<2x4x300x64xf32>, tensor<2x4x300x64xf32>, tensor<2x1x1x300xf32> -> tensor<2x4x100x64xf32>
+  return %o : tensor<2x4x100x64xf32>
+}
+
+// -----
+
+// Tests that SDPA's default scale 1/sqrt(E) is written out, causal and
+// gqa are kept, and dynamic extents take the default blocks; a decode step
+// (one query row) takes a block of one row.
+// CHECK-LABEL: func.func @causal_gqa
+// CHECK: braze.flash_attention %arg0, %arg1, %arg2 scale 2.500000e-01 causal gqa q_block 128 kv_block 512 : tensor<1x8x?x16xbf16>, tensor<1x2x?x16xbf16>
+// CHECK: braze.flash_attention %arg3, %arg1, %arg2 scale 2.500000e-01 gqa q_block 1 kv_block 512 : tensor<1x8x1x16xbf16>
+func.func @causal_gqa(%q: tensor<1x8x?x16xbf16>, %k: tensor<1x2x?x16xbf16>, %v: tensor<1x2x?x16xbf16>, %step: tensor<1x8x1x16xbf16>) -> (tensor<1x8x?x16xbf16>, tensor<1x8x1x16xbf16>) {
+  // expected-remark @+1 {{lowered to braze.flash_attention (q_block 128, kv_block 512)}}
+  %o = braze.attention %q, %k, %v causal gqa : tensor<1x8x?x16xbf16>, tensor<1x2x?x16xbf16>, tensor<1x2x?x16xbf16> -> tensor<1x8x?x16xbf16>
+  // expected-remark @+1 {{lowered to braze.flash_attention (q_block 1, kv_block 512)}}
+  %d = braze.attention %step, %k, %v gqa : tensor<1x8x1x16xbf16>, tensor<1x2x?x16xbf16>, tensor<1x2x?x16xbf16> -> tensor<1x8x1x16xbf16>
+  return %o, %d : tensor<1x8x?x16xbf16>, tensor<1x8x1x16xbf16>
+}
+
+// -----
+
+// Tests that an attention with no scale and a dynamic embedding size stays
+// a library call: its default scale is known only at run time.
+// CHECK-LABEL: func.func @dynamic_embedding
+// CHECK: braze.attention
+// CHECK-NOT: braze.flash_attention
+func.func @dynamic_embedding(%q: tensor<2x8x?xf32>, %k: tensor<2x8x?xf32>, %v: tensor<2x8x?xf32>) -> tensor<2x8x?xf32> {
+  // expected-remark @+1 {{braze.attention kept: its default scale needs a static embedding size}}
+  %o = braze.attention %q, %k, %v : tensor<2x8x?xf32>, tensor<2x8x?xf32>, tensor<2x8x?xf32> -> tensor<2x8x?xf32>
+  return %o : tensor<2x8x?xf32>
+}

@@ -1,0 +1,148 @@
+"""braze.flash_attention on the CPU (braze-lower-attention, then the
+generated kernel of codegen/cpp/attention.py) against eager PyTorch: every
+mask kind, causal with L below and above S, grouped-query heads, broadcast
+and strided operands, f32/bf16/f16/f64, one and several blocks of keys
+(the online softmax's rescaling), decode rows (the dot-product path),
+dynamic lengths, and fully masked rows (zeros as SDPA gives, NaN where the
+attention was spelled out)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import braze
+from braze.errors import BrazeError
+
+TOLERANCE = {torch.float32: 3e-5, torch.bfloat16: 2e-2, torch.float16: 4e-3, torch.float64: 1e-12}
+
+
+def _sdpa(**options):
+    def attention(q, k, v, *mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask[0] if mask else None, **options)
+
+    return attention
+
+
+def _check(function, args, dtype=torch.float32, **compile_options):
+    compiled = braze.compile(function, args, **compile_options)
+    assert compiled.stats["flash_attentions"] == 1 and compiled.stats["gemms"] == 0
+    out, expected = compiled(*args), function(*args)
+    assert out.dtype == expected.dtype
+    assert torch.equal(torch.isnan(out), torch.isnan(expected)), "NaN rows differ"
+    torch.testing.assert_close(out.double().nan_to_num(), expected.double().nan_to_num(),
+                               atol=TOLERANCE[dtype], rtol=TOLERANCE[dtype])
+    return compiled
+
+
+def _qkv(b, h, l, s, e, ev=None, dtype=torch.float32, kv_heads=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, l, e, generator=g).to(dtype)
+    k = torch.randn(b, kv_heads or h, s, e, generator=g).to(dtype)
+    v = torch.randn(b, kv_heads or h, s, ev or e, generator=g).to(dtype)
+    return q, k, v
+
+
+# (batch, heads, L, S, E, Ev): one key block, several (S > 512, with a short
+# last block), one query row (decode), L not a multiple of the query block.
+SHAPES = [(2, 3, 9, 9, 8, 8), (1, 2, 1, 300, 16, 16), (2, 2, 130, 600, 32, 24), (1, 1, 129, 1100, 64, 64)]
+
+
+@pytest.mark.parametrize("dtype", list(TOLERANCE), ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("mask", ["none", "causal", "additive", "boolean"])
+def test_matches_eager(dtype, shape, mask):
+    b, h, l, s, e, ev = shape
+    q, k, v = _qkv(b, h, l, s, e, ev, dtype, seed=l + s)
+    g = torch.Generator().manual_seed(1)
+    if mask == "none":
+        _check(_sdpa(), (q, k, v), dtype)
+    elif mask == "causal":
+        _check(_sdpa(is_causal=True), (q, k, v), dtype)
+    elif mask == "additive":  # broadcast over heads, minus infinity here and there
+        m = torch.randn(b, 1, l, s, generator=g).masked_fill(torch.rand(b, 1, l, s, generator=g) < 0.2,
+                                                             float("-inf")).to(dtype)
+        _check(_sdpa(), (q, k, v, m), dtype)
+    else:  # a [L, S] mask shared by the batch, one row with no key: zeros, as SDPA gives
+        m = torch.rand(l, s, generator=g) < 0.7
+        m[0] = False
+        _check(_sdpa(scale=0.3), (q, k, v, m), dtype)
+
+
+def test_causal_with_more_queries_than_keys():
+    """is_causal is top-left aligned: query i keeps keys 0..i."""
+    _check(_sdpa(is_causal=True), _qkv(1, 2, 40, 17, 8))
+
+
+@pytest.mark.parametrize("kv_heads", [1, 2, 4])
+def test_grouped_query_heads(kv_heads):
+    _check(_sdpa(enable_gqa=True), _qkv(2, 8, 33, 40, 16, kv_heads=kv_heads))
+
+
+def test_strided_and_broadcast_operands():
+    """q a transposed view (read in place, row stride H*E); k and v shared by
+    every batch and head (size-1 dims read with stride 0)."""
+    x = torch.randn(2, 33, 4, 16)
+
+    def attention(x, k, v):
+        return F.scaled_dot_product_attention(x.transpose(1, 2), k, v)
+
+    _check(attention, (x, torch.randn(1, 1, 50, 16), torch.randn(1, 1, 50, 16)))
+
+
+@pytest.mark.parametrize("rank", [2, 3])
+def test_lower_ranks(rank):
+    shape = [3][: rank - 2]
+    q, k, v = (torch.randn(*shape, n, 8) for n in (7, 11, 11))
+    _check(_sdpa(), (q, k, v))
+
+
+def test_dynamic_lengths():
+    q, k, v = _qkv(2, 2, 20, 30, 16)
+    length, keys = torch.export.Dim("L", max=2048), torch.export.Dim("S", max=2048)
+    compiled = _check(_sdpa(), (q, k, v), dynamic_shapes=({2: length}, {2: keys}, {2: keys}))
+    for l, s in [(1, 1), (5, 700), (300, 3), (257, 1029)]:
+        args = _qkv(2, 2, l, s, 16, seed=l)
+        torch.testing.assert_close(compiled(*args), _sdpa()(*args), atol=3e-5, rtol=3e-5)
+
+
+def test_spelled_out_attention_keeps_nan_rows():
+    """The attention braze-form-attention makes from softmax(...) @ v is NaN
+    where eager's softmax is: a row whose keys are all masked."""
+    q, k, v = _qkv(2, 2, 6, 9, 8)
+    mask = torch.zeros(2, 1, 1, 9)
+    mask[1] = float("-inf")
+
+    def spelled_out(q, k, v, mask):
+        return torch.softmax(q @ k.transpose(-1, -2) * 0.5 + mask, -1) @ v
+
+    compiled = _check(spelled_out, (q, k, v, mask))
+    assert torch.isnan(compiled(q, k, v, mask)[1]).all()
+
+
+def test_library_attention_when_switched_off():
+    args = _qkv(2, 3, 9, 9, 8)
+    compiled = braze.compile(_sdpa(), args, options={"flash_attention": False})
+    assert compiled.stats["flash_attentions"] == 0 and compiled.stats["attentions"] == 1
+    torch.testing.assert_close(compiled(*args), _sdpa()(*args))
+
+
+def test_reference_interpreter_runs_the_kernel_form():
+    text = """
+func.func @f(%q: tensor<2x9x8xf32>, %k: tensor<2x600x8xf32>, %v: tensor<2x600x8xf32>) -> tensor<2x9x8xf32> {
+  %o = braze.flash_attention %q, %k, %v scale 0.5 causal q_block 4 kv_block 256 : tensor<2x9x8xf32>, tensor<2x600x8xf32>, tensor<2x600x8xf32> -> tensor<2x9x8xf32>
+  return %o : tensor<2x9x8xf32>
+}"""
+    q, k, v = torch.randn(2, 9, 8), torch.randn(2, 600, 8), torch.randn(2, 600, 8)
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.5)
+    torch.testing.assert_close(braze.reference.run(braze.parse(text), q, k, v)[0], expected)
+    torch.testing.assert_close(braze.compile_mlir(text)(q, k, v)[0], expected, atol=3e-5, rtol=3e-5)
+
+
+def test_gpu_renderers_refuse_it():
+    text = """
+func.func @f(%q: tensor<2x9x8xf32>) -> tensor<2x9x8xf32> {
+  %o = braze.flash_attention %q, %q, %q scale 0.5 q_block 4 kv_block 4 : tensor<2x9x8xf32>, tensor<2x9x8xf32>, tensor<2x9x8xf32> -> tensor<2x9x8xf32>
+  return %o : tensor<2x9x8xf32>
+}"""
+    with pytest.raises(BrazeError, match="does not spell braze.flash_attention"):
+        braze.codegen.emit(braze.parse(text), "opencl")

@@ -1,0 +1,194 @@
+"""braze-form-attention end to end: attention spelled out as products and a
+softmax, as models write it (BERT's additive mask, a causal masked_fill with
+minus infinity, HF's f32 softmax of bf16 scores, a dynamic sequence length),
+becomes one braze.attention whose results match eager PyTorch, fully masked
+rows included (NaN, as eager's softmax gives). Forms the pass must refuse
+(returned weights, a finite fill) stay spelled out and match eager too."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import braze
+import braze.reference
+
+
+class _Attention(torch.nn.Module):
+    """softmax(q k^T / sqrt(d) (masked) ) v over [B, H, L, D] projections."""
+
+    def __init__(self, d=32, heads=4, mask="additive", return_weights=False, fill=float("-inf"),
+                 f32_softmax=False):
+        super().__init__()
+        self.heads, self.head_dim = heads, d // heads
+        self.q, self.k, self.v = (torch.nn.Linear(d, d) for _ in range(3))
+        self.mask, self.return_weights, self.fill, self.f32_softmax = mask, return_weights, fill, f32_softmax
+
+    def forward(self, x, mask):
+        b, t, c = x.shape
+        q, k, v = (f(x).view(b, t, self.heads, self.head_dim).transpose(1, 2) for f in (self.q, self.k, self.v))
+        scores = q @ k.transpose(-1, -2) / self.head_dim**0.5
+        if self.mask == "additive":
+            scores = scores + mask
+        elif self.mask == "boolean":  # mask: True where attending
+            scores = scores.masked_fill(~mask, self.fill)
+        weights = (torch.softmax(scores, -1, dtype=torch.float32).to(q.dtype) if self.f32_softmax
+                   else torch.softmax(scores, -1))
+        y = (weights @ v).transpose(1, 2).reshape(b, t, c)
+        return (y, weights) if self.return_weights else y
+
+
+def _inputs(mask, batch=2, seq=9, d=32, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, seq, d, generator=g).to(dtype)
+    if mask == "additive":
+        m = torch.where(torch.rand(batch, 1, 1, seq, generator=g) < 0.3, float("-inf"), 0.0).to(dtype)
+    else:
+        m = torch.ones(seq, seq, dtype=torch.bool).tril()
+    return x, m
+
+
+def _assert_matches(out, expected, tolerance):
+    assert torch.equal(torch.isnan(out), torch.isnan(expected)), "NaN rows differ from eager"
+    torch.testing.assert_close(out.float().nan_to_num(), expected.float().nan_to_num(), atol=tolerance, rtol=tolerance)
+
+
+def _compile(model, args, **kwargs):
+    torch.manual_seed(1)
+    compiled = braze.compile(model, args, **kwargs)
+    control = braze.compile(model, args, options={"form_attention": False}, **kwargs)
+    return compiled, control
+
+
+@pytest.mark.parametrize("mask", ["additive", "boolean"])
+def test_spelled_out_attention_becomes_one_op(mask):
+    torch.manual_seed(0)
+    model = _Attention(mask=mask).eval()
+    args = _inputs(mask)
+    compiled, control = _compile(model, args)
+    assert compiled.stats["attentions"] == 1 and control.stats["attentions"] == 0
+    assert compiled.stats["gemms"] == control.stats["gemms"] - 2  # both bmms gone
+    with torch.no_grad():
+        expected = model(*args)
+    _assert_matches(compiled(*args), expected, 2e-5)
+    _assert_matches(control(*args), expected, 2e-5)
+
+
+def test_fully_masked_rows_are_nan_as_in_eager():
+    """A key-padding mask that masks every key of one batch row: eager's
+    softmax gives NaN there, and so does the formed attention (SDPA alone
+    would give zeros)."""
+    torch.manual_seed(0)
+    model = _Attention(mask="additive").eval()
+    x, m = _inputs("additive", seed=3)
+    m[1] = float("-inf")
+    compiled, _ = _compile(model, (x, m))
+    assert compiled.stats["attentions"] == 1
+    with torch.no_grad():
+        expected = model(x, m)
+    assert torch.isnan(expected[1]).all() and not torch.isnan(expected[0]).any()
+    _assert_matches(compiled(x, m), expected, 2e-5)
+
+
+def test_boolean_rows_masked_by_a_row_of_false():
+    """masked_fill(~mask, -inf) with a query row that attends to nothing."""
+    torch.manual_seed(0)
+    model = _Attention(mask="boolean").eval()
+    x, m = _inputs("boolean")
+    m[4] = False
+    compiled, _ = _compile(model, (x, m))
+    with torch.no_grad():
+        expected = model(x, m)
+    assert torch.isnan(expected[:, 4]).all()
+    _assert_matches(compiled(x, m), expected, 2e-5)
+
+
+def test_bf16_with_an_f32_softmax():
+    """HF's softmax(scores, dtype=float32).to(bf16): the casts are taken,
+    the attention accumulates in f32 (closer to float64 than eager's)."""
+    torch.manual_seed(0)
+    model = _Attention(mask="additive", f32_softmax=True).to(torch.bfloat16).eval()
+    args = _inputs("additive", dtype=torch.bfloat16)
+    compiled, _ = _compile(model, args)
+    assert compiled.stats["attentions"] == 1
+    with torch.no_grad():
+        expected = model(*args)
+    _assert_matches(compiled(*args), expected, 3e-2)
+
+
+def test_dynamic_sequence_length():
+    torch.manual_seed(0)
+    model = _Attention(mask="boolean").eval()
+    seq = torch.export.Dim("seq", min=2, max=64)
+    compiled = braze.compile(model, _inputs("boolean"), dynamic_shapes=({1: seq}, {0: seq, 1: seq}))
+    assert compiled.stats["attentions"] == 1
+    for length in (2, 17, 64):
+        args = _inputs("boolean", seq=length, seed=length)
+        with torch.no_grad():
+            expected = model(*args)
+        _assert_matches(compiled(*args), expected, 2e-5)
+
+
+@pytest.mark.parametrize("case", ["weights_returned", "finite_fill"])
+def test_refused_forms_stay_spelled_out(case):
+    """Returned weights (they are written anyway) and a finite fill (a fully
+    masked row gets uniform weights, not attention's) keep both products."""
+    torch.manual_seed(0)
+    if case == "weights_returned":
+        model = _Attention(mask="additive", return_weights=True).eval()
+        args = _inputs("additive")
+    else:
+        model = _Attention(mask="boolean", fill=torch.finfo(torch.float32).min).eval()
+        x, m = _inputs("boolean")
+        m[4] = False  # the row eager gives uniform weights
+        args = (x, m)
+    compiled, _ = _compile(model, args)
+    assert compiled.stats["attentions"] == 0
+    with torch.no_grad():
+        expected = model(*args)
+    for out, want in zip(compiled(*args) if case == "weights_returned" else [compiled(*args)],
+                         expected if case == "weights_returned" else [expected]):
+        _assert_matches(out, want, 2e-5)
+
+
+def test_reference_interpreter_agrees_before_and_after_the_pass():
+    """The pass alone, on the captured IR: the reference interpreter (which
+    runs braze.attention through the shared host-op table) agrees."""
+    torch.manual_seed(0)
+    model = _Attention(mask="boolean").eval()
+    x, m = _inputs("boolean")
+    m[3] = False
+    exported = braze.export(model, (x, m))
+    module = braze.parse(str(exported.module))
+    braze.run_pipeline(module, "braze-simplify")
+    before = braze.reference.run(module, x, m, parameters=exported.parameters)
+    braze.run_pipeline(module, "func.func(braze-form-attention)")
+    assert "braze.attention" in str(module) and "braze.bmm" not in str(module)
+    after = braze.reference.run(module, x, m, parameters=exported.parameters)
+    for b, a in zip(before, after):
+        _assert_matches(a, b, 2e-5)
+
+
+def test_torch_compile_forms_attention_without_fallback(caplog):
+    """torch.compile(backend="braze") on the spelled-out form (inference)."""
+    torch.manual_seed(0)
+    model = _Attention(mask="additive").eval()
+    args = _inputs("additive")
+    with torch.no_grad():
+        expected = model(*args)
+        torch._dynamo.reset()
+        out = torch.compile(model, backend="braze")(*args)
+    assert "eager" not in caplog.text
+    _assert_matches(out, expected, 2e-5)
+
+
+def test_sdpa_math_form_matches():
+    """SDPA with a boolean mask, captured whole, still runs as before."""
+    q, k, v = (torch.randn(2, 4, 9, 8) for _ in range(3))
+    mask = torch.ones(9, 9, dtype=torch.bool).tril()
+
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    compiled = braze.compile(f, (q, k, v, mask))
+    assert compiled.stats["attentions"] == 1
+    _assert_matches(compiled(q, k, v, mask), f(q, k, v, mask), 2e-5)
