@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import braze
+import braze.reference
 from braze.errors import BrazeError
 
 TOLERANCE = {torch.float32: 3e-5, torch.bfloat16: 2e-2, torch.float16: 4e-3, torch.float64: 1e-12}
@@ -146,3 +147,12 @@ func.func @f(%q: tensor<2x9x8xf32>) -> tensor<2x9x8xf32> {
 }"""
     with pytest.raises(BrazeError, match="does not spell braze.flash_attention"):
         braze.codegen.emit(braze.parse(text), "opencl")
+
+
+def test_nan_inputs_give_nan_rows_as_in_eager():
+    """A NaN in a query row makes its scores NaN in every block (no block of
+    it may be skipped as fully masked); a NaN key makes every row NaN."""
+    q, k, v = _qkv(1, 2, 300, 700, 16)
+    q[0, 1, 5] = float("nan")
+    k[0, 0, 650] = float("nan")
+    _check(_sdpa(), (q, k, v))

@@ -10,7 +10,9 @@ scale and the mask are applied by the loop this file spells (the only part
 that differs between attentions); `bz_attention` (the prelude below) then
 updates each row's running max and sum, rescales the accumulator, and adds
 the probabilities times the value block with a second GEMM. f16/bf16
-blocks are widened to f32 first; the output is rounded once.
+go through MKL's half GEMMs (f32 products), the probabilities rounded to
+the element type for the second (as eager's softmax result is); the output
+is rounded once.
 """
 
 from __future__ import annotations
@@ -31,42 +33,35 @@ ATTENTION_PRELUDE = r"""
 BZ_INLINE float bz_same(float x) { return x; }
 BZ_INLINE double bz_same(double x) { return x; }
 // One work item's state: T the storage type, A the accumulator (float; double for double), widen/narrow
-// convert between them. Buffers are per thread, sized for the largest block.
+// convert between them. Buffers are per thread, sized for the largest block. Halves (T uint16_t) go
+// through MKL's half GEMMs (`half_gemm`: bf16 or f16 operands, f32 products), the probabilities rounded
+// to T for the second one, as eager's softmax result is before its product with v.
 template <class T, class A, A (*widen)(T), T (*narrow)(A)>
 struct bz_attention {
   static constexpr bool same = sizeof(T) == sizeof(A);
   int64_t e, ev, ldq = 0;
-  A *scores, *acc, *row_max, *row_sum, *q_wide, *k_wide, *v_wide;
-  const A* q = nullptr;
-  bz_attention(int64_t q_block, int64_t kv_block, int64_t e_, int64_t ev_) : e(e_), ev(ev_) {
+  bz_hgemm_fn half_gemm;
+  A *scores, *acc, *row_max, *row_sum;
+  A* block_max;      // per row, the max of the block's scaled, masked scores (the spelled loop's)
+  T* probabilities;  // halves: the scores rounded for the second GEMM
+  const T* q = nullptr;
+  bz_attention(int64_t q_block, int64_t kv_block, int64_t e_, int64_t ev_, bz_hgemm_fn half_gemm_ = nullptr)
+      : e(e_), ev(ev_), half_gemm(half_gemm_) {
     scores = (A*)std::malloc(sizeof(A) * q_block * kv_block);
     acc = (A*)std::malloc(sizeof(A) * q_block * ev);
     row_max = (A*)std::malloc(sizeof(A) * q_block);
     row_sum = (A*)std::malloc(sizeof(A) * q_block);
-    q_wide = same ? nullptr : (A*)std::malloc(sizeof(A) * q_block * e);
-    k_wide = same ? nullptr : (A*)std::malloc(sizeof(A) * kv_block * e);
-    v_wide = same ? nullptr : (A*)std::malloc(sizeof(A) * kv_block * ev);
+    block_max = (A*)std::malloc(sizeof(A) * q_block);
+    probabilities = same ? nullptr : (T*)std::malloc(sizeof(T) * q_block * kv_block);
   }
   ~bz_attention() {
-    std::free(scores); std::free(acc); std::free(row_max); std::free(row_sum);
-    std::free(q_wide); std::free(k_wide); std::free(v_wide);
-  }
-  static const A* widened(const T* in, int64_t rows, int64_t cols, int64_t ld, A* wide, int64_t* ld_out) {
-    if constexpr (same) {
-      *ld_out = ld;
-      return (const A*)in;
-    } else {
-      for (int64_t r = 0; r < rows; ++r) {
-        #pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) wide[r * cols + c] = widen(in[r * ld + c]);
-      }
-      *ld_out = cols;
-      return wide;
-    }
+    std::free(scores); std::free(acc); std::free(row_max); std::free(row_sum); std::free(block_max);
+    std::free(probabilities);
   }
   // A new item: `rows` query rows (row stride ld), no key seen yet.
   void begin(int64_t rows, const T* query, int64_t ld) {
-    q = widened(query, rows, e, ld, q_wide, &ldq);
+    q = query;
+    ldq = ld;
     for (int64_t r = 0; r < rows; ++r) {
       row_max[r] = -std::numeric_limits<A>::infinity();
       row_sum[r] = 0;
@@ -80,46 +75,61 @@ struct bz_attention {
       for (int64_t c = 0; c < cols; ++c) {
         const T* k = key + c * ld;
         for (int64_t r = 0; r < rows; ++r) {
-          const A* qr = q + r * ldq;
+          const T* qr = q + r * ldq;
           // 16 lanes of partial sums (a reduction clause left this loop scalar for halves).
           A part[16] = {};
           int64_t i = 0;
           for (; i + 16 <= e; i += 16) {
             #pragma omp simd
-            for (int64_t l = 0; l < 16; ++l) part[l] += qr[i + l] * widen(k[i + l]);
+            for (int64_t l = 0; l < 16; ++l) part[l] += widen(qr[i + l]) * widen(k[i + l]);
           }
-          for (; i < e; ++i) part[0] += qr[i] * widen(k[i]);
-          A dot = 0;
-          for (int64_t l = 0; l < 16; ++l) dot += part[l];
-          scores[r * cols + c] = dot;
+          for (; i < e; ++i) part[0] += widen(qr[i]) * widen(k[i]);
+          for (int64_t width = 8; width > 0; width /= 2) {  // a tree, not 16 dependent adds
+            #pragma omp simd
+            for (int64_t l = 0; l < width; ++l) part[l] += part[l + width];
+          }
+          scores[r * cols + c] = part[0];
         }
       }
-      return scores;
+    } else if constexpr (same) {
+      bz_gemm(false, true, rows, cols, e, (const A*)q, ldq, (const A*)key, ld, scores, cols);
+    } else {
+      bz_gemm_half(half_gemm, false, true, rows, cols, e, (const uint16_t*)q, ldq, (const uint16_t*)key, ld,
+                   scores, cols);
     }
-    int64_t ldk;
-    const A* k = widened(key, cols, e, ld, k_wide, &ldk);
-    bz_gemm(false, true, rows, cols, e, q, ldq, k, ldk, scores, cols);
     return scores;
   }
-  // The scaled, masked scores of one block into the running softmax, then acc += P V.
+  // The scaled, masked scores of one block (and their row maxima in block_max) into the running
+  // softmax, then acc += P V.
   void update(int64_t rows, int64_t cols, const T* value, int64_t ld) {
+    const bool blas = rows > BZ_ATTENTION_GEMV_ROWS;
     for (int64_t r = 0; r < rows; ++r) {
       A* s = scores + r * cols;
-      A block_max = -std::numeric_limits<A>::infinity();
-      #pragma omp simd reduction(max:block_max)
-      for (int64_t c = 0; c < cols; ++c) block_max = s[c] > block_max ? s[c] : block_max;
-      const A new_max = block_max > row_max[r] ? block_max : row_max[r];
-      if (new_max == -std::numeric_limits<A>::infinity()) {  // every key masked so far: weights 0
+      T* p = probabilities + r * cols;  // halves only
+      const A new_max = block_max[r] > row_max[r] ? block_max[r] : row_max[r];
+      // Every key of the block masked (a causal mask's later blocks): weights 0, nothing to rescale.
+      if (block_max[r] == -std::numeric_limits<A>::infinity()) {
         std::fill(s, s + cols, A(0));
+        if constexpr (!same) std::fill(p, p + cols, narrow(A(0)));
         continue;
       }
       // exp(-inf) = 0 drops what came before a first finite score; a NaN score makes the row NaN.
       const A correction = bz_exp(row_max[r] - new_max);
       A total = 0;
-      #pragma omp simd reduction(+:total)
-      for (int64_t c = 0; c < cols; ++c) {
-        s[c] = bz_exp(s[c] - new_max);
-        total += s[c];
+      if constexpr (same) {
+        #pragma omp simd reduction(+:total)
+        for (int64_t c = 0; c < cols; ++c) {
+          s[c] = bz_exp(s[c] - new_max);
+          total += s[c];
+        }
+      } else {
+        #pragma omp simd reduction(+:total)
+        for (int64_t c = 0; c < cols; ++c) {
+          const A weight = bz_exp(s[c] - new_max);
+          s[c] = weight;
+          if (blas) p[c] = narrow(weight);
+          total += weight;
+        }
       }
       row_sum[r] = row_sum[r] * correction + total;
       row_max[r] = new_max;
@@ -129,7 +139,7 @@ struct bz_attention {
         for (int64_t c = 0; c < ev; ++c) a[c] *= correction;
       }
     }
-    if (rows <= BZ_ATTENTION_GEMV_ROWS) {  // each value row read once, for every query row
+    if (!blas) {  // each value row read once, for every query row
       for (int64_t c = 0; c < cols; ++c) {
         const T* v = value + c * ld;
         for (int64_t r = 0; r < rows; ++r) {
@@ -139,11 +149,12 @@ struct bz_attention {
           for (int64_t i = 0; i < ev; ++i) a[i] += p * widen(v[i]);
         }
       }
-      return;
+    } else if constexpr (same) {
+      bz_gemm(false, false, rows, ev, cols, scores, cols, (const A*)value, ld, acc, ev, A(1));
+    } else {
+      bz_gemm_half(half_gemm, false, false, rows, ev, cols, (const uint16_t*)probabilities, cols,
+                   (const uint16_t*)value, ld, acc, ev, 1.0f);
     }
-    int64_t ldv;
-    const A* v = widened(value, cols, ev, ld, v_wide, &ldv);
-    bz_gemm(false, false, rows, ev, cols, scores, cols, v, ldv, acc, ev, A(1));
   }
   // acc / sum into the output rows (contiguous); a row with no key kept is 0, or NaN.
   void end(int64_t rows, T* out, bool masked_rows_nan) {
@@ -169,11 +180,17 @@ class AttentionRenderer:
         self.a = analysis
 
     def _stride(self, number: int, dim: int) -> str:
-        return "0" if self.a.broadcasts(number, dim) else f"stride{number}_{dim}"
+        """Input `number`'s stride along `dim`: 0 where it broadcasts, 1 along
+        its last dim (the executor makes a last dim of another stride
+        contiguous, so loads there are vector loads), else the size's."""
+        if self.a.broadcasts(number, dim):
+            return "0"
+        return "1" if dim == self.a.inputs[number].type.rank - 1 else f"stride{number}_{dim}"
 
     def _offset(self, number: int, index: list[tuple[int, str]]) -> str:
         """Input `number`'s element offset at (dim, index expression) pairs."""
-        terms = [f"{i} * {self._stride(number, d)}" for d, i in index if self._stride(number, d) != "0"]
+        strides = [(i, self._stride(number, d)) for d, i in index]
+        terms = [i if stride == "1" else f"{i} * {stride}" for i, stride in strides if stride != "0"]
         return " + ".join(terms) or "0"
 
     def _row_stride(self, number: int, length: str) -> str:
@@ -216,19 +233,21 @@ class AttentionRenderer:
         offset = len(a.domain)
         for number, value in enumerate(a.inputs):
             for dim in range(value.type.rank):
-                if not a.broadcasts(number, dim):
+                if self._stride(number, dim).startswith("stride"):
                     lines.append(f"  const int64_t stride{number}_{dim} = sizes[{offset + dim}];")
             offset += value.type.rank
         b, l, ev, s, e = a.batch, f"n{a.l}", f"n{a.ev}", f"n{a.s}", f"n{a.e}"
         if a.gqa:  # each key/value head serves `group` query heads
             lines.append(f"  const int64_t group = n{b - 1} / std::max<int64_t>(n{a.key_heads}, 1);")
         batches = " * ".join(f"n{d}" for d in range(b)) or "1"
+        half_gemm = f", bz_gemm_{a.element}" if a.element in ("bf16", "f16") else ""
         lines += [
             f"  const int64_t q_blocks = ({l} + {a.q_block - 1}) / {a.q_block};",
             f"  const int64_t tasks = {batches} * q_blocks;",
             f"  #pragma omp parallel if(tasks > 1 && {batches} * {l} * {s} * ({e} + {ev}) >= {PARALLEL_WORK})",
             "  {",
-            f"    bz_attention<{storage}, {self.accumulator}, {widen}, {narrow}> item({a.q_block}, {a.kv_block}, {e}, {ev});",
+            f"    bz_attention<{storage}, {self.accumulator}, {widen}, {narrow}> item({a.q_block}, {a.kv_block}, {e}, "
+            f"{ev}{half_gemm});",
             "    #pragma omp for schedule(static)",
             "    for (int64_t task = 0; task < tasks; ++task) {",
             "      int64_t rest = task;",
@@ -263,11 +282,16 @@ class AttentionRenderer:
             "        for (int64_t r = 0; r < rows; ++r) {",
             f"          const int64_t i{a.l} = q0 + r;",
             f"          {self.accumulator}* row = scores + r * cols;",
-            "          #pragma omp simd",
+            f"          {self.accumulator} top = -std::numeric_limits<{self.accumulator}>::infinity();",
+            "          int nan = 0;  // a NaN score makes the row NaN, as in eager's softmax",
+            "          #pragma omp simd reduction(max:top) reduction(|:nan)",
             "          for (int64_t c = 0; c < cols; ++c) {",
             f"            const int64_t i{a.s} = kv0 + c;",
             f"            {self._score()}",
+            "            top = row[c] > top ? row[c] : top;",
+            "            nan |= row[c] != row[c];",
             "          }",
+            f"          item.block_max[r] = nan ? std::numeric_limits<{self.accumulator}>::quiet_NaN() : top;",
             "        }",
             f"        item.update(rows, cols, value + kv0 * {self._stride(2, b)}, {self._row_stride(2, ev)});",
             "      }",

@@ -111,10 +111,10 @@ static inline void bz_panel_rows(int64_t panel, int64_t m, int64_t panels, int64
 // f16/bf16 (uint16_t storage) into a float C, through MKL's row-major CBLAS.
 static inline void bz_gemm_half(bz_hgemm_fn gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                                 const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float* c,
-                                int64_t ldc) {
+                                int64_t ldc, float beta = 0) {
   enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
   gemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b,
-       (int)ldb, 0.0f, c, (int)ldc);
+       (int)ldb, beta, c, (int)ldc);
 }
 """
 
