@@ -38,6 +38,12 @@ struct BrazeLowerAttentionPass
     OpBuilder builder(&getContext());
     for (AttentionOp op : attentions) {
       auto query = cast<RankedTensorType>(op.getQuery().getType());
+      if (!halves && query.getElementType().getIntOrFloatBitWidth() == 16) {
+        if (remarks)
+          op->emitRemark("braze.attention kept: f16/bf16 attention stays the "
+                         "library's (halves=false)");
+        continue;
+      }
       int64_t rank = query.getRank();
       int64_t length = query.getDimSize(rank - 2);
       int64_t keys =

@@ -71,6 +71,9 @@ class TargetOptions:
     # (braze-lower-attention; on targets whose emitters spell
     # braze.flash_attention: the CPU) instead of the library's.
     flash_attention: bool = True
+    # ... f16/bf16 attentions too (off: they stay the library's, measured
+    # faster: docs/cpu.md).
+    flash_attention_halves: bool = False
     # Directory of the compiled-kernel cache (default: BRAZE_CACHE_DIR).
     # Not part of the cache key.
     cache_dir: str | None = None
@@ -164,7 +167,8 @@ class Target:
                                         fold_layouts=options.fold_layouts and not self.gpu,
                                         epilogue_fusion=options.epilogue_fusion and blas_kernels,
                                         form_attention=options.form_attention,
-                                        flash_attention=options.flash_attention and blas_kernels)
+                                        flash_attention=(options.flash_attention and blas_kernels
+                                                         and ("halves" if options.flash_attention_halves else True)))
         if options.combo_kernels and self.combo_arguments:
             pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:

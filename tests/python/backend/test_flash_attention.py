@@ -25,7 +25,9 @@ def _sdpa(**options):
 
 
 def _check(function, args, dtype=torch.float32, **compile_options):
-    compiled = braze.compile(function, args, **compile_options)
+    # f16/bf16 attentions are the library's by default (measured faster).
+    options = {"flash_attention_halves": True}
+    compiled = braze.compile(function, args, options=options, **compile_options)
     assert compiled.stats["flash_attentions"] == 1 and compiled.stats["gemms"] == 0
     out, expected = compiled(*args), function(*args)
     assert out.dtype == expected.dtype
@@ -118,6 +120,13 @@ def test_spelled_out_attention_keeps_nan_rows():
 
     compiled = _check(spelled_out, (q, k, v, mask))
     assert torch.isnan(compiled(q, k, v, mask)[1]).all()
+
+
+def test_halves_stay_the_library_by_default():
+    args = _qkv(2, 3, 9, 9, 8, dtype=torch.bfloat16)
+    compiled = braze.compile(_sdpa(), args)
+    assert compiled.stats["flash_attentions"] == 0 and compiled.stats["attentions"] == 1
+    torch.testing.assert_close(compiled(*args), _sdpa()(*args))
 
 
 def test_library_attention_when_switched_off():
