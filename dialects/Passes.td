@@ -455,6 +455,72 @@ def BrazeVerifyCollectiveOrder
   ];
 }
 
+def BrazeBucketCollectives
+    : Pass<"braze-bucket-collectives", "::mlir::func::FuncOp"> {
+  let summary = "Merge small all_reduces of one group into buckets";
+  let description = [{
+    Data-parallel training reduces every gradient with its own all_reduce;
+    each pays the collective's latency, and a small one moves too few bytes
+    to use the link. This pass merges runs of a block's all_reduce starts
+    into buckets of at most `bucket-bytes` (DDP's default, 25 MiB): the
+    members' inputs are flattened (`braze.reshape`) and concatenated
+    (`braze.concat`) into one buffer, reduced by one start and one wait,
+    and each member's result is sliced (`braze.slice`) and reshaped back
+    before its first user. The bucket starts where its last member did
+    (every input exists there).
+
+    Going through each group's starts in program order, a start joins the
+    open bucket of its group when it has the bucket's reduction, element
+    type and ranks, a static shape, and fits within `bucket-bytes`; and
+    when no data path leads from a member's result to it (a gradient
+    computed from another all_reduce's result cannot be reduced with it).
+    The ops between a member's wait and the bucket's start that use a
+    member's result move below the bucket's wait, each to just before its
+    first user; an op with effects among them (an extern call, another
+    collective) cannot move, and the start then opens a new bucket instead.
+    A start that cannot join closes the group's bucket, so a bucket never
+    crosses another collective of its own group: the group's order stays
+    the one recorded by `braze-verify-collective-order` (the bucket takes
+    its first member's position) and is the same on every rank, since it
+    is decided from the IR alone. A start larger than `bucket-bytes` stays
+    on its own.
+
+    ```mlir
+    %w1 = braze.all_reduce_start %g1 "sum" group "dp" ranks [0, 1] : tensor<4x4xf32> -> !braze.work<tensor<4x4xf32>>
+    %r1 = braze.wait %w1 : !braze.work<tensor<4x4xf32>>
+    %w2 = braze.all_reduce_start %g2 "sum" group "dp" ranks [0, 1] : tensor<8xf32> -> !braze.work<tensor<8xf32>>
+    %r2 = braze.wait %w2 : !braze.work<tensor<8xf32>>
+    ```
+    becomes
+    ```mlir
+    %f1 = braze.reshape %g1 : tensor<4x4xf32> -> tensor<16xf32>
+    %c = braze.concat %f1, %g2 dim 0 : tensor<16xf32>, tensor<8xf32> -> tensor<24xf32>
+    %w = braze.all_reduce_start %c "sum" group "dp" ranks [0, 1] : tensor<24xf32> -> !braze.work<tensor<24xf32>>
+    %r = braze.wait %w : !braze.work<tensor<24xf32>>
+    %s1 = braze.slice %r dim 0 [0 : 16 : 1] : tensor<24xf32> -> tensor<16xf32>
+    %r1 = braze.reshape %s1 : tensor<16xf32> -> tensor<4x4xf32>
+    %r2 = braze.slice %r dim 0 [16 : 24 : 1] : tensor<24xf32> -> tensor<8xf32>
+    ```
+
+    Run it before fusion (the concat and the slices are then fused and
+    folded like any other op) and before `braze-overlap`, which then starts
+    each bucket early and waits for it late. With `remarks=true` each
+    bucket says what it merged, and each start that closed a bucket or
+    stayed alone says why; braze routes them to the `fusion` log topic.
+  }];
+  let dependentDialects = ["::braze::BrazeDialect"];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "26214400",
+           "The most bytes one bucket reduces (at least 1)">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each bucket and for each start that closed one">,
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "buckets", "Buckets of two or more all_reduces">,
+    Statistic<"numMerged", "merged", "All_reduces merged into buckets">,
+  ];
+}
+
 def BrazeOverlap : Pass<"braze-overlap", "::mlir::func::FuncOp"> {
   let summary = "Start collectives early and wait late, over independent compute";
   let description = [{

@@ -390,7 +390,7 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: Pi
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
                          collapse_dims: bool = True, overlap: bool = True, fold_layouts: bool = True,
                          epilogue_fusion: bool = False, form_attention: bool = True,
-                         flash_attention: bool | str = False) -> str:
+                         flash_attention: bool | str = False, bucket_bytes: int = 0) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
@@ -400,7 +400,10 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     emitters spell braze.fused_gemm). `form_attention`: braze-form-attention
     first, before any fusion takes the softmax's ops; `flash_attention`:
     braze-lower-attention after it (for targets whose emitters spell
-    braze.flash_attention; "halves": f16/bf16 attentions too)."""
+    braze.flash_attention; "halves": f16/bf16 attentions too).
+    `bucket_bytes`: merge small all_reduces into buckets of at most that
+    many bytes (braze-bucket-collectives, before fusion, so the concat and
+    the slices fuse like any other op); 0 leaves each one alone."""
     fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}}}," if fuse else ""
     if fuse and epilogue_fusion:
         fusion = "braze-epilogue-fusion," + fusion
@@ -408,10 +411,11 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     collapse = ",braze-collapse-dims" if collapse_dims else ""
     fold = ",braze-fold-layouts" if fold_layouts else ""
     verify = "braze-verify-collective-order"
+    buckets = f"braze-bucket-collectives{{bucket-bytes={bucket_bytes}}}," if bucket_bytes else ""
     moves = f",braze-overlap,{verify}" if overlap else ""
     lower = "braze-lower-attention{halves=true}," if flash_attention == "halves" else "braze-lower-attention,"
     attention = ("braze-form-attention," if form_attention else "") + (lower if flash_attention else "")
-    return (f"braze-simplify,func.func({verify},{attention}{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"
+    return (f"braze-simplify,func.func({verify},{buckets}{attention}{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"
             f"func.func({verify}{moves})")
 
 

@@ -41,6 +41,10 @@ class TargetOptions:
     # Start collectives early and wait for them late, over independent
     # compute (braze-overlap).
     overlap: bool = True
+    # Merge small all_reduces of one group (data-parallel gradients) into
+    # buckets of at most this many bytes before overlap
+    # (braze-bucket-collectives; DDP uses 25 MiB); 0: each stays alone.
+    bucket_bytes: int = 0
     # Start independent small kernels as one launch (braze-combo-kernels;
     # on targets whose renderers spell braze.combo).
     combo_kernels: bool = True
@@ -89,6 +93,11 @@ class TargetOptions:
     # second) and link_latency (seconds); see braze.report.cost.Machine.
     # Not part of the cache key.
     report_machine: dict | None = None
+
+    def __post_init__(self):
+        bucket = self.bucket_bytes
+        if isinstance(bucket, bool) or not isinstance(bucket, int) or bucket < 0:
+            raise BrazeError(f"the bucket_bytes option must be a non-negative int (0: no bucketing), got {bucket!r}")
 
     def key(self) -> str:
         """What of the options changes a binary: everything but where files
@@ -168,7 +177,8 @@ class Target:
                                         epilogue_fusion=options.epilogue_fusion and blas_kernels,
                                         form_attention=options.form_attention,
                                         flash_attention=(options.flash_attention and blas_kernels
-                                                         and ("halves" if options.flash_attention_halves else True)))
+                                                         and ("halves" if options.flash_attention_halves else True)),
+                                        bucket_bytes=options.bucket_bytes)
         if options.combo_kernels and self.combo_arguments:
             pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:

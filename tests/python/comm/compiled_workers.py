@@ -51,6 +51,60 @@ def dp_step(x, target, w1, w2, pg, world: int):
     return w1 - 0.1 * g1, w2 - 0.1 * g2
 
 
+class ReducedGradient(torch.autograd.Function):
+    """Identity forward; the backward all_reduces the gradient and averages
+    it, so the backward graph AOTAutograd traces holds one all_reduce per
+    parameter (what DDP's hooks issue), for braze to bucket."""
+
+    @staticmethod
+    def forward(ctx, weight, pg):
+        ctx.pg = pg
+        return weight.view_as(weight)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return fc.all_reduce(grad, "sum", ctx.pg) / dist.get_world_size(ctx.pg), None
+
+
+class DataParallelMLP(torch.nn.Module):
+    """Three small linear layers: six gradients of 16 to 1024 bytes."""
+
+    def __init__(self, pg):
+        super().__init__()
+        torch.manual_seed(0)
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(8, 16), torch.nn.Linear(16, 16), torch.nn.Linear(16, 4)])
+        self.pg = pg
+
+    def forward(self, x):
+        for index, layer in enumerate(self.layers):
+            x = torch.nn.functional.linear(x, ReducedGradient.apply(layer.weight, self.pg),
+                                           ReducedGradient.apply(layer.bias, self.pg))
+            x = torch.tanh(x) if index + 1 < len(self.layers) else x
+        return x
+
+
+def bucketed_training_step(comm, pg, rank):
+    """The gradients of a data-parallel step through torch.compile with
+    1 KiB buckets, against eager Gloo; and how many all_reduces each run
+    issued (the compiled backward's buckets: 16 + 256 + 64 bytes, 1024, and
+    64 + 512)."""
+    torch.manual_seed(1 + rank)  # each rank its own batch
+    x, target = torch.randn(4, 8), torch.randn(4, 4)
+    reduces = []
+    comm.register_pre_hook(lambda info: reduces.append(info["op"]) if info["op"] == "all_reduce" else None)
+
+    def gradients(model):
+        ((model(x) - target) ** 2).mean().backward()
+        return [p.grad for p in model.parameters()]
+
+    eager = DataParallelMLP(pg)
+    want = gradients(eager)
+    compiled = DataParallelMLP(pg)
+    got = gradients(torch.compile(compiled, backend="braze", options={"bucket_bytes": 1024}))
+    return {"dp_bucketed_vs_eager": max((a - b).abs().max().item() for a, b in zip(got, want)),
+            "dp_parameters": len(want), "dp_compiled_all_reduces": len(reduces)}
+
+
 def moe_dispatch_combine(x, out_splits, in_splits, pg):
     """MoE-style: rows go to their expert's rank (uneven), get transformed,
     and come back."""
@@ -109,6 +163,7 @@ def numbers_then_kill(comm, rank, world, port, victim):
     want = moe_dispatch_combine(tokens, out_splits, in_splits, pg)
     results["a2a_vs_eager"] = max((a - b).abs().max().item() for a, b in zip(got, want))
     results["a2a_round_trip"] = (got[0] - (tokens * 2 + 1)).abs().max().item()
+    results.update(bucketed_training_step(comm, pg, rank))
     everyone = [None] * world
     dist.all_gather_object(everyone, results)
     dist.destroy_process_group()  # Gloo's teardown must not wait for a dead peer

@@ -25,7 +25,8 @@ def _free_port() -> int:
 
 def test_compiled_collectives_match_eager_gloo_and_survive_a_killed_rank(tmp_path):
     """One group of 2 ranks (spawning and compiling once keeps this fast):
-    numbers against eager Gloo, then rank 1 killed mid-step; braze-fr names
+    numbers against eager Gloo (a data-parallel backward with its gradients
+    bucketed among them), then rank 1 killed mid-step; braze-fr names
     it from the survivor's flight recorder, as for eager collectives."""
     timeout = 5.0
     results = run_group(compiled_workers.numbers_then_kill, 2, "shm", args=(_free_port(), 1),
@@ -37,6 +38,8 @@ def test_compiled_collectives_match_eager_gloo_and_survive_a_killed_rank(tmp_pat
         assert r["dp_vs_eager"] < 1e-5, (rank, r)  # fused kernels round differently
         assert r["dp_replicas_agree"], (rank, r)
         assert r["a2a_vs_eager"] == 0.0 and r["a2a_round_trip"] == 0.0, (rank, r)
+        assert r["dp_bucketed_vs_eager"] < 1e-6, (rank, r)
+        assert r["dp_compiled_all_reduces"] == 3 < r["dp_parameters"] == 6, (rank, r)  # three buckets
     survivor = results[0]["killed"]
     assert survivor["error"] == "CollectiveError", survivor
     assert survivor["cause"] in ("CommRankFailed", "CommAborted", "CommTimeout"), survivor
