@@ -553,14 +553,61 @@ def BrazeOverlap : Pass<"braze-overlap", "::mlir::func::FuncOp"> {
     %r = braze.wait %w : !braze.work<tensor<64xf32>>
     ```
 
+    With `max-inflight-bytes` (0: no bound), a step that would put more
+    bytes of collectives in flight at once (the buffers of the collectives
+    started and not yet waited for, across groups) is undone too.
+
+    `mode=simple` (the default) moves only collectives. `mode=cost` then
+    fills each collective's gap with compute from after its wait: it
+    estimates the collective's time (the link's latency plus the bytes
+    each rank sends, as a ring algorithm does, over `link-bandwidth`) and
+    each op's time (the longer of its bytes over `memory-bandwidth` and its
+    flops over `peak-flops`; a GEMM's flops from its shapes, a kernel's
+    from its body; views are free), and, while the compute between the
+    start and the wait hides less than the collective's time, moves above
+    the wait the op from after it (up to the next collective of the same
+    group) that hides the most, together with the ops after the wait it
+    needs: never an op that uses the wait's result or has effects, never
+    one that raises the peak of live bytes (with `keep-peak`). The
+    estimates are the compile report's (`braze.report.cost`), with its
+    defaults.
+
+    ```mlir
+    %w = braze.all_reduce_start %g "sum" group "0" ranks [0, 1] : ...
+    %r = braze.wait %w : !braze.work<tensor<1024xf32>>
+    %u = braze.add %r, %r : ...
+    %m = braze.matmul %a, %b : ...
+    ```
+    becomes, with `mode=cost` (the matmul hides the all_reduce)
+    ```mlir
+    %w = braze.all_reduce_start %g "sum" group "0" ranks [0, 1] : ...
+    %m = braze.matmul %a, %b : ...
+    %r = braze.wait %w : !braze.work<tensor<1024xf32>>
+    %u = braze.add %r, %r : ...
+    ```
+
     With `remarks=true` each start and wait gets a remark saying how many
     ops it moved past, the bytes of compute it now overlaps, and what
-    stopped it; braze routes them to the `fusion` log topic.
+    stopped it; in the cost mode each wait also says which ops moved above
+    it and how much of the collective's estimated time is hidden. braze
+    routes them to the `fusion` log topic.
   }];
   let dependentDialects = ["::braze::BrazeDialect"];
   let options = [
+    Option<"mode", "mode", "std::string", "\"simple\"",
+           "simple: move collectives only; cost: also move compute into their gaps by estimated time">,
     Option<"keepPeak", "keep-peak", "bool", "true",
            "Undo a step that raises the peak of live bytes">,
+    Option<"maxInflightBytes", "max-inflight-bytes", "int64_t", "0",
+           "Undo a step that puts more bytes of collectives in flight at once (0: no bound)">,
+    Option<"linkBandwidth", "link-bandwidth", "double", "12.5e9",
+           "Bytes per second each rank sends (cost mode)">,
+    Option<"linkLatency", "link-latency", "double", "10e-6",
+           "Seconds each collective takes beyond its bytes (cost mode)">,
+    Option<"memoryBandwidth", "memory-bandwidth", "double", "100e9",
+           "Bytes per second of the device's memory (cost mode)">,
+    Option<"peakFlops", "peak-flops", "double", "1e12",
+           "Flops per second of the device (cost mode)">,
     Option<"remarks", "remarks", "bool", "false",
            "Emit a remark for each collective: how far it moved and why it stopped">,
   ];
@@ -569,6 +616,10 @@ def BrazeOverlap : Pass<"braze-overlap", "::mlir::func::FuncOp"> {
     Statistic<"numWaitsMoved", "waits-moved", "Waits moved later">,
     Statistic<"numPeakRefusals", "peak-refusals",
               "Steps undone because they raised the peak of live bytes">,
+    Statistic<"numInflightRefusals", "inflight-refusals",
+              "Steps undone because they passed max-inflight-bytes">,
+    Statistic<"numComputeMoved", "compute-moved",
+              "Compute ops moved above a wait (cost mode)">,
   ];
 }
 

@@ -390,7 +390,8 @@ def _run_observed(module: Module, steps: list, dump_dir: Path | None, record: Pi
 def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_last: bool = True,
                          collapse_dims: bool = True, overlap: bool = True, fold_layouts: bool = True,
                          epilogue_fusion: bool = False, form_attention: bool = True,
-                         flash_attention: bool | str = False, bucket_bytes: int = 0) -> str:
+                         flash_attention: bool | str = False, bucket_bytes: int = 0,
+                         overlap_mode: str = "simple", overlap_machine: dict | None = None) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
@@ -403,7 +404,9 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     braze.flash_attention; "halves": f16/bf16 attentions too).
     `bucket_bytes`: merge small all_reduces into buckets of at most that
     many bytes (braze-bucket-collectives, before fusion, so the concat and
-    the slices fuse like any other op); 0 leaves each one alone."""
+    the slices fuse like any other op); 0 leaves each one alone.
+    `overlap_mode`: braze-overlap's mode, "simple" or "cost" (on
+    `overlap_machine`, a dict of braze.report.cost.Machine's fields)."""
     fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}}}," if fuse else ""
     if fuse and epilogue_fusion:
         fusion = "braze-epilogue-fusion," + fusion
@@ -412,7 +415,12 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     fold = ",braze-fold-layouts" if fold_layouts else ""
     verify = "braze-verify-collective-order"
     buckets = f"braze-bucket-collectives{{bucket-bytes={bucket_bytes}}}," if bucket_bytes else ""
-    moves = f",braze-overlap,{verify}" if overlap else ""
+    overlap_pass = "braze-overlap"
+    if overlap_mode == "cost":
+        from braze.report.cost import Machine
+
+        overlap_pass += f"{{mode=cost {Machine.from_option(overlap_machine, 'overlap_machine').overlap_options()}}}"
+    moves = f",{overlap_pass},{verify}" if overlap else ""
     lower = "braze-lower-attention{halves=true}," if flash_attention == "halves" else "braze-lower-attention,"
     attention = ("braze-form-attention," if form_attention else "") + (lower if flash_attention else "")
     return (f"braze-simplify,func.func({verify},{buckets}{attention}{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"

@@ -40,23 +40,30 @@ class Machine:
     link_latency: float = 10e-6  # seconds per collective
 
     @classmethod
-    def from_option(cls, given: dict | None) -> "Machine":
-        """The machine of the `report_machine` option: a dict of some of
-        the fields above (positive numbers)."""
+    def from_option(cls, given: dict | None, option: str = "report_machine") -> "Machine":
+        """The machine of the compile option `option` (`report_machine`,
+        `overlap_machine`): a dict of some of the fields above (positive
+        numbers)."""
         if given is None:
             return cls()
         names = [f.name for f in fields(cls)]
         if not isinstance(given, dict):
-            raise BrazeError(f"the report_machine option must be a dict with some of {', '.join(names)}, "
+            raise BrazeError(f"the {option} option must be a dict with some of {', '.join(names)}, "
                              f"got {type(given).__name__}")
         unknown = sorted(set(given) - set(names))
         if unknown:
-            raise BrazeError(f"report_machine has no field(s) {', '.join(map(repr, unknown))} "
+            raise BrazeError(f"{option} has no field(s) {', '.join(map(repr, unknown))} "
                              f"(fields: {', '.join(names)})")
         for name, value in given.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise BrazeError(f"report_machine[{name!r}] must be a positive number, got {value!r}")
+                raise BrazeError(f"{option}[{name!r}] must be a positive number, got {value!r}")
         return cls(**{name: float(value) for name, value in given.items()})
+
+    def overlap_options(self) -> str:
+        """braze-overlap's options for this machine (its cost mode; the
+        pass's defaults are this class's)."""
+        return (f"link-bandwidth={self.link_bandwidth!r} link-latency={self.link_latency!r} "
+                f"memory-bandwidth={self.memory_bandwidth!r} peak-flops={self.peak_flops!r}")
 
     def compute_seconds(self, bytes_: int, flops: int) -> float:
         return max(bytes_ / self.memory_bandwidth, flops / self.peak_flops)

@@ -41,6 +41,12 @@ class TargetOptions:
     # Start collectives early and wait for them late, over independent
     # compute (braze-overlap).
     overlap: bool = True
+    # braze-overlap's mode: "simple" moves collectives only; "cost" also
+    # moves compute into their gaps by estimated time, on `overlap_machine`
+    # (a dict of some of memory_bandwidth, peak_flops, link_bandwidth and
+    # link_latency, as for `report_machine`).
+    overlap_mode: str = "simple"
+    overlap_machine: dict | None = None
     # Merge small all_reduces of one group (data-parallel gradients) into
     # buckets of at most this many bytes before overlap
     # (braze-bucket-collectives; DDP uses 25 MiB); 0: each stays alone.
@@ -95,9 +101,14 @@ class TargetOptions:
     report_machine: dict | None = None
 
     def __post_init__(self):
+        from braze.report.cost import Machine
+
         bucket = self.bucket_bytes
         if isinstance(bucket, bool) or not isinstance(bucket, int) or bucket < 0:
             raise BrazeError(f"the bucket_bytes option must be a non-negative int (0: no bucketing), got {bucket!r}")
+        if self.overlap_mode not in ("simple", "cost"):
+            raise BrazeError(f"the overlap_mode option must be 'simple' or 'cost', got {self.overlap_mode!r}")
+        Machine.from_option(self.overlap_machine, "overlap_machine")
 
     def key(self) -> str:
         """What of the options changes a binary: everything but where files
@@ -178,7 +189,8 @@ class Target:
                                         form_attention=options.form_attention,
                                         flash_attention=(options.flash_attention and blas_kernels
                                                          and ("halves" if options.flash_attention_halves else True)),
-                                        bucket_bytes=options.bucket_bytes)
+                                        bucket_bytes=options.bucket_bytes, overlap_mode=options.overlap_mode,
+                                        overlap_machine=options.overlap_machine)
         if options.combo_kernels and self.combo_arguments:
             pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:

@@ -100,3 +100,15 @@ def test_bucket_bytes_adds_gradient_bucketing_before_fusion():
     for bad in (-1, 1.5, True):
         with pytest.raises(braze.BrazeError, match=rf"bucket_bytes option must be a non-negative int .*got {bad!r}"):
             targets_module.get("cpu").options({"bucket_bytes": bad})
+
+
+def test_overlap_mode_cost_passes_the_machine_to_braze_overlap():
+    assert ",braze-overlap,braze-verify-collective-order" in braze.compiler.pipeline({})
+    pipeline = braze.compiler.pipeline({"overlap_mode": "cost", "overlap_machine": {"link_bandwidth": 1e9}})
+    assert ("braze-overlap{mode=cost link-bandwidth=1000000000.0 link-latency=1e-05 "
+            "memory-bandwidth=100000000000.0 peak-flops=1000000000000.0}") in pipeline
+    cpu = targets_module.get("cpu")
+    with pytest.raises(braze.BrazeError, match="overlap_mode option must be 'simple' or 'cost', got 'fast'"):
+        cpu.options({"overlap_mode": "fast"})
+    with pytest.raises(braze.BrazeError, match=r"overlap_machine\['link_bandwidth'\] must be a positive number"):
+        cpu.options({"overlap_machine": {"link_bandwidth": 0}})
