@@ -1,6 +1,6 @@
-"""Compiled programs with collectives on 2 spawned ranks: braze (through
-braze.comm) against eager torch.distributed (Gloo) on the same inputs, and a
-rank killed in the middle of a compiled step."""
+"""Compiled programs with collectives on 2 and 4 spawned ranks: braze
+(through braze.comm) against eager torch.distributed (Gloo) on the same
+inputs, and a rank killed in the middle of a compiled step."""
 
 from __future__ import annotations
 
@@ -48,3 +48,16 @@ def test_compiled_collectives_match_eager_gloo_and_survive_a_killed_rank(tmp_pat
                          capture_output=True, text=True, timeout=60)
     report = json.loads(out.stdout)
     assert out.returncode == 1 and report["culprits"] == [1], report
+
+
+def test_tensor_parallel_mlp_and_block_at_four_ranks_match_eager_gloo():
+    """A column- then row-parallel MLP and a tensor-parallel transformer
+    block on 4 ranks, compiled with braze-overlap in each mode: braze.comm
+    and Gloo may add the 4 partial sums in different orders, so the numbers
+    agree to rounding."""
+    results = run_group(compiled_workers.tensor_parallel_numbers, 4, "shm", args=(_free_port(),), deadline=240)
+    for rank, r in sorted(results.items()):
+        for mode in ("simple", "cost"):
+            assert r[f"mlp_{mode}_vs_eager"] < 1e-5 and r[f"mlp_{mode}_vs_unsharded"] < 1e-4, (rank, r)
+            assert r[f"block_{mode}_vs_eager"] < 1e-5 and r[f"block_{mode}_vs_unsharded"] < 1e-4, (rank, r)
+            assert r[f"{mode}_braze_all_reduces"] == 3, (rank, r)  # the MLP's one and the block's two
