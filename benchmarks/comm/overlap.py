@@ -1,11 +1,17 @@
-"""Step time of a 2-rank data-parallel step compiled by braze with and
-without braze-overlap, against eager torch.distributed (Gloo):
+"""Step time of a program with collectives compiled by braze without
+braze-overlap, with it in each mode (simple, cost), and run eagerly through
+torch.distributed (Gloo):
 
-    python benchmarks/comm/overlap.py [--steps 20]
+    python benchmarks/comm/overlap.py [--steps 20]                    # 2-rank data-parallel step
+    python benchmarks/comm/overlap.py --model tp-block [--world 4]    # tensor-parallel block
 
-The step is an MLP's SGD step with its gradients written out (two GEMMs per
-gradient, each gradient all_reduced as soon as it exists), so the second
+`dp` (2 ranks): an MLP's SGD step with its gradients written out (two GEMMs
+per gradient, each gradient all_reduced as soon as it exists), so the second
 layer's all_reduce can run while the first layer's gradient is computed.
+`tp-block` (4 ranks): the forward of a pre-norm transformer block split
+Megatron-style (braze.testing.parallel.TensorParallelBlock): one all_reduce
+after the attention's output projection, one after the MLP.
+
 Communication time is the sum of the collectives' durations the
 communicator's post hooks report in the run without overlap; the share
 hidden is (step without overlap - step with overlap) / that time. Wall-clock
@@ -22,19 +28,15 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_SIZES = {"dp": "512,1024,1024", "tp-block": "4,128,512,2048,8"}
+DEFAULT_WORLD = {"dp": 2, "tp-block": 4}
 
 
-def _rank(comm, rank, world, port, steps, sizes):
+def _dp_step(pg, world, sizes):
+    """The data-parallel step and its inputs (rows, d, h)."""
     import torch
-    import torch.distributed as dist
     import torch.distributed._functional_collectives as fc
 
-    import braze
-
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    pg = dist.group.WORLD
-    braze.register_communicator(comm, group=pg.group_name)
     rows, d, h = sizes
 
     class Step(torch.nn.Module):
@@ -51,9 +53,33 @@ def _rank(comm, rank, world, port, steps, sizes):
             g1 = fc.all_reduce(x.t() @ gh, "sum", pg)
             return self.w1 - 0.1 * g1 / world, self.w2 - 0.1 * g2 / world
 
-    torch.manual_seed(0)
-    model = Step()
-    x, target = torch.randn(rows, d), torch.randn(rows, d)
+    return Step(), (torch.randn(rows, d), torch.randn(rows, d))
+
+
+def _tp_block(pg, rank, world, sizes):
+    """This rank's shard of the tensor-parallel block and its input (batch,
+    seq, d, hidden, heads)."""
+    import torch
+
+    from braze.testing.parallel import TensorParallelBlock, block_weights
+
+    batch, seq, d, hidden, heads = sizes
+    block = TensorParallelBlock(block_weights(d, hidden), heads, rank, world, pg)
+    return block, (torch.randn(batch, seq, d),)
+
+
+def _rank(comm, rank, world, port, steps, model_name, sizes):
+    import torch
+    import torch.distributed as dist
+
+    import braze
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    pg = dist.group.WORLD
+    braze.register_communicator(comm, group=pg.group_name)
+    torch.manual_seed(0)  # every rank the same weights (dp) and shards of one model (tp)
+    model, inputs = _dp_step(pg, world, sizes) if model_name == "dp" else _tp_block(pg, rank, world, sizes)
     durations = []
     comm.register_post_hook(lambda info: durations.append(info["duration"]))
 
@@ -61,25 +87,26 @@ def _rank(comm, rank, world, port, steps, sizes):
         """Median step time of each of `fns`, timed in alternating rounds
         (the machine's load drifts; alternating spreads it evenly)."""
         for fn in fns:
-            fn(x, target)  # warm
+            fn(*inputs)  # warm
         dist.barrier()
         times = [[] for _ in fns]
         for _ in range(steps):
             for fn, samples in zip(fns, times):
                 started = time.perf_counter()
-                fn(x, target)
+                fn(*inputs)
                 samples.append(time.perf_counter() - started)
         return [statistics.median(samples) * 1e3 for samples in times]
 
-    plain = braze.compile(model, (x, target), options={"overlap": False})
-    overlapped = braze.compile(model, (x, target))
-    durations.clear()
-    timed(plain)  # the communication time alone, from the post hooks
-    comm_ms = sum(durations) / (steps + 1) * 1e3
     with torch.no_grad():
-        eager, no_overlap, overlap = timed(model, plain, overlapped)
+        plain = braze.compile(model, inputs, options={"overlap": False})
+        simple = braze.compile(model, inputs)
+        cost = braze.compile(model, inputs, options={"overlap_mode": "cost"})
+        durations.clear()
+        timed(plain)  # the communication time alone, from the post hooks
+        comm_ms = sum(durations) / (steps + 1) * 1e3
+        eager, no_overlap, overlap, overlap_cost = timed(model, plain, simple, cost)
     result = {"eager_gloo_ms": eager, "braze_no_overlap_ms": no_overlap, "braze_overlap_ms": overlap,
-              "comm_ms_per_step": comm_ms}
+              "braze_overlap_cost_ms": overlap_cost, "comm_ms_per_step": comm_ms}
     dist.destroy_process_group()
     return result
 
@@ -87,7 +114,10 @@ def _rank(comm, rank, world, port, steps, sizes):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--sizes", default="512,1024,1024", help="rows,d,h")
+    parser.add_argument("--model", choices=sorted(DEFAULT_SIZES), default="dp")
+    parser.add_argument("--world", type=int, help="ranks (default: 2 for dp, 4 for tp-block)")
+    parser.add_argument("--sizes", help="dp: rows,d,h (512,1024,1024); "
+                                        "tp-block: batch,seq,d,hidden,heads (4,128,512,2048,8)")
     args = parser.parse_args()
     sys.path.insert(0, HERE)
     from braze.comm.launch import spawn_group
@@ -95,12 +125,14 @@ def main():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    sizes = tuple(int(v) for v in args.sizes.split(","))
-    results = spawn_group(_rank, 2, "shm", args=(port, args.steps, sizes), deadline=600, timeout=60)
+    sizes = tuple(int(v) for v in (args.sizes or DEFAULT_SIZES[args.model]).split(","))
+    world = args.world or DEFAULT_WORLD[args.model]
+    results = spawn_group(_rank, world, "shm", args=(port, args.steps, args.model, sizes), deadline=600, timeout=60)
     summary = {k: statistics.mean(r[k] for r in results.values()) for k in results[0]}
-    summary["hidden_share"] = ((summary["braze_no_overlap_ms"] - summary["braze_overlap_ms"])
-                               / summary["comm_ms_per_step"])
-    summary["sizes"] = sizes
+    for mode, key in (("simple", "braze_overlap_ms"), ("cost", "braze_overlap_cost_ms")):
+        summary[f"hidden_share_{mode}"] = ((summary["braze_no_overlap_ms"] - summary[key])
+                                           / summary["comm_ms_per_step"])
+    summary.update(model=args.model, world=world, sizes=sizes)
     print(json.dumps(summary, indent=1))
 
 

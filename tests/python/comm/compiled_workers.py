@@ -13,6 +13,7 @@ import torch.distributed as dist
 import torch.distributed._functional_collectives as fc
 
 import group
+from braze.testing.parallel import TensorParallelBlock, block_weights
 
 D, H, ROWS, HEADS = 16, 32, 8, 4
 
@@ -39,38 +40,6 @@ class TensorParallelMLP(torch.nn.Module):
         return fc.all_reduce(partial, "sum", self.pg) + 1.0
 
 
-class TensorParallelBlock(torch.nn.Module):
-    """A pre-norm transformer block split Megatron-style over the group:
-    each rank holds HEADS/world attention heads (column-parallel Q, K, V;
-    row-parallel output projection) and H/world MLP units (column- then
-    row-parallel); one all_reduce after each row-parallel projection. With
-    no group it is the unsharded block."""
-
-    def __init__(self, weights: dict, rank: int, world: int, pg):
-        super().__init__()
-        heads = HEADS // world
-        cols = slice(rank * heads * D // HEADS, (rank + 1) * heads * D // HEADS)
-        units = slice(rank * H // world, (rank + 1) * H // world)
-        shards = {"wq": weights["wq"][:, cols], "wk": weights["wk"][:, cols], "wv": weights["wv"][:, cols],
-                  "wo": weights["wo"][cols], "w1": weights["w1"][:, units], "w2": weights["w2"][units]}
-        for name, shard in shards.items():
-            setattr(self, name, torch.nn.Parameter(shard.clone()))
-        self.heads, self.pg = heads, pg
-
-    def _reduce(self, partial):
-        return fc.all_reduce(partial, "sum", self.pg) if self.pg is not None else partial
-
-    def forward(self, x):
-        batch, seq, _ = x.shape
-        h = torch.nn.functional.layer_norm(x, (D,))
-        q, k, v = ((h @ w).view(batch, seq, self.heads, D // HEADS).transpose(1, 2)
-                   for w in (self.wq, self.wk, self.wv))
-        attended = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self._reduce(attended.transpose(1, 2).reshape(batch, seq, -1) @ self.wo)
-        h = torch.nn.functional.layer_norm(x, (D,))
-        return x + self._reduce(torch.nn.functional.gelu(h @ self.w1) @ self.w2)
-
-
 def tensor_parallel_numbers(comm, rank, world, port):
     """Per overlap mode, the largest difference between braze and eager
     (Gloo) of a tensor-parallel MLP (through braze.compile) and block
@@ -84,14 +53,13 @@ def tensor_parallel_numbers(comm, rank, world, port):
     shard = H // world
     mlp = TensorParallelMLP(w1[:, rank * shard:(rank + 1) * shard].clone(),
                             w2[rank * shard:(rank + 1) * shard].clone(), pg)
-    weights = {name: torch.randn(D, D) / D ** 0.5 for name in ("wq", "wk", "wv", "wo")}
-    weights.update(w1=torch.randn(D, H) / D ** 0.5, w2=torch.randn(H, D) / H ** 0.5)
-    block = TensorParallelBlock(weights, rank, world, pg)
+    weights = block_weights(D, H)
+    block = TensorParallelBlock(weights, HEADS, rank, world, pg)
     tokens = torch.randn(2, ROWS, D)
     with torch.no_grad():
         eager_mlp, eager_block = mlp(x), block(tokens)
         full_mlp = torch.relu(x @ w1) @ w2 + 1.0
-        full_block = TensorParallelBlock(weights, 0, 1, None)(tokens)
+        full_block = TensorParallelBlock(weights, HEADS)(tokens)
     # The compiled programs' all_reduces go through braze.comm (eager ones
     # through Gloo): counted, they show braze ran each program.
     reduces = []
