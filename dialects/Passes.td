@@ -588,9 +588,10 @@ def BrazeOverlap : Pass<"braze-overlap", "::mlir::func::FuncOp"> {
 
     With `remarks=true` each start and wait gets a remark saying how many
     ops it moved past, the bytes of compute it now overlaps, and what
-    stopped it; in the cost mode each wait also says which ops moved above
-    it and how much of the collective's estimated time is hidden. braze
-    routes them to the `fusion` log topic.
+    stopped it; in the cost mode each op moved above a wait says whose wait
+    and its estimated time, and each wait how many ops moved above it and
+    how much of the collective's estimated time is hidden. braze routes
+    them to the `fusion` log topic.
   }];
   let dependentDialects = ["::braze::BrazeDialect"];
   let options = [

@@ -333,6 +333,15 @@ struct BrazeOverlapPass : braze::impl::BrazeOverlapBase<BrazeOverlapPass> {
       }
       hidden += bestSeconds;
       moved += best.size();
+      if (remarks) {
+        std::string text;
+        llvm::raw_string_ostream(text)
+            << "'" << best.back()->getName() << "' moved above the wait of "
+            << describeCollective(start) << " with " << best.size() - 1
+            << " op(s) it needs: " << llvm::format("%.2f", bestSeconds * 1e6)
+            << " us by estimate";
+        best.back()->emitRemark() << text;
+      }
     }
     numComputeMoved += moved;
     if (!remarks)
