@@ -43,7 +43,8 @@ class TensorParallelMLP(torch.nn.Module):
 def tensor_parallel_numbers(comm, rank, world, port):
     """Per overlap mode, the largest difference between braze and eager
     (Gloo) of a tensor-parallel MLP (through braze.compile) and block
-    (through torch.compile), and of each against the unsharded model."""
+    (through torch.compile), and of each against the unsharded model; then
+    the uneven all_to_all and the bucketed data-parallel step."""
     import braze
 
     pg = _setup(comm, rank, world, port)
@@ -78,6 +79,8 @@ def tensor_parallel_numbers(comm, rank, world, port):
         results[f"block_{mode}_vs_eager"] = (got - eager_block).abs().max().item()
         results[f"block_{mode}_vs_unsharded"] = (got - full_block).abs().max().item()
         results[f"{mode}_braze_all_reduces"] = len(reduces)
+    results.update(uneven_all_to_all(pg, rank, world))
+    results.update(bucketed_training_step(comm, pg, rank))
     dist.destroy_process_group()
     return results
 
@@ -158,6 +161,21 @@ def moe_dispatch_combine(x, out_splits, in_splits, pg):
     return back, gathered
 
 
+def uneven_all_to_all(pg, rank, world):
+    """MoE dispatch and combine through torch.compile against eager Gloo:
+    rank r sends (r + j) % world + 1 rows to rank j."""
+    everyone = [[(r + j) % world + 1 for j in range(world)] for r in range(world)]
+    in_splits = everyone[rank]
+    out_splits = [everyone[src][rank] for src in range(world)]
+    rows = sum(in_splits)
+    tokens = torch.arange(rows * 4, dtype=torch.float32).reshape(rows, 4) + 100 * rank
+    moe = torch.compile(lambda t: moe_dispatch_combine(t, out_splits, in_splits, pg), backend="braze")
+    got = moe(tokens)
+    want = moe_dispatch_combine(tokens, out_splits, in_splits, pg)
+    return {"a2a_vs_eager": max((a - b).abs().max().item() for a, b in zip(got, want)),
+            "a2a_round_trip": (got[0] - (tokens * 2 + 1)).abs().max().item()}
+
+
 def numbers_then_kill(comm, rank, world, port, victim):
     """Returns every rank's numbers (per program, the largest difference
     between braze and eager, and for the TP MLP against the unsharded model),
@@ -195,17 +213,7 @@ def numbers_then_kill(comm, rank, world, port, victim):
     dist.all_gather(same, new[0])
     results["dp_replicas_agree"] = all(torch.equal(same[0], s) for s in same)
 
-    # Uneven all_to_all (rank r sends r + 1 rows to rank 0 and the rest to rank 1).
-    rows = 6
-    in_splits = [rank + 1, rows - rank - 1] if world == 2 else [rows // world] * world
-    everyone = [[r + 1, rows - r - 1] for r in range(world)] if world == 2 else [in_splits] * world
-    out_splits = [everyone[src][rank] for src in range(world)]
-    tokens = torch.arange(rows * 4, dtype=torch.float32).reshape(rows, 4) + 100 * rank
-    moe = torch.compile(lambda t: moe_dispatch_combine(t, out_splits, in_splits, pg), backend="braze")
-    got = moe(tokens)
-    want = moe_dispatch_combine(tokens, out_splits, in_splits, pg)
-    results["a2a_vs_eager"] = max((a - b).abs().max().item() for a, b in zip(got, want))
-    results["a2a_round_trip"] = (got[0] - (tokens * 2 + 1)).abs().max().item()
+    results.update(uneven_all_to_all(pg, rank, world))
     results.update(bucketed_training_step(comm, pg, rank))
     everyone = [None] * world
     dist.all_gather_object(everyone, results)

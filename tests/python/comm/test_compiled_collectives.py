@@ -50,14 +50,18 @@ def test_compiled_collectives_match_eager_gloo_and_survive_a_killed_rank(tmp_pat
     assert out.returncode == 1 and report["culprits"] == [1], report
 
 
-def test_tensor_parallel_mlp_and_block_at_four_ranks_match_eager_gloo():
+def test_parallel_programs_at_four_ranks_match_eager_gloo():
     """A column- then row-parallel MLP and a tensor-parallel transformer
-    block on 4 ranks, compiled with braze-overlap in each mode: braze.comm
+    block on 4 ranks, compiled with braze-overlap in each mode (braze.comm
     and Gloo may add the 4 partial sums in different orders, so the numbers
-    agree to rounding."""
+    agree to rounding); an uneven all_to_all and a data-parallel backward
+    with bucketed gradients, as at 2 ranks."""
     results = run_group(compiled_workers.tensor_parallel_numbers, 4, "shm", args=(_free_port(),), deadline=240)
     for rank, r in sorted(results.items()):
         for mode in ("simple", "cost"):
             assert r[f"mlp_{mode}_vs_eager"] < 1e-5 and r[f"mlp_{mode}_vs_unsharded"] < 1e-4, (rank, r)
             assert r[f"block_{mode}_vs_eager"] < 1e-5 and r[f"block_{mode}_vs_unsharded"] < 1e-4, (rank, r)
             assert r[f"{mode}_braze_all_reduces"] == 3, (rank, r)  # the MLP's one and the block's two
+        assert r["a2a_vs_eager"] == 0.0 and r["a2a_round_trip"] == 0.0, (rank, r)
+        assert r["dp_bucketed_vs_eager"] < 1e-6, (rank, r)
+        assert r["dp_compiled_all_reduces"] == 3 < r["dp_parameters"], (rank, r)
