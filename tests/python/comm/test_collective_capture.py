@@ -65,3 +65,41 @@ def test_runs_through_a_registered_communicator(world_of_one):
     finally:
         braze.unregister_communicator(comm)
         comm.close()
+
+
+class ThreeGradients(torch.nn.Module):
+    """Three independent all_reduces of one group, as a data-parallel step's
+    gradients (16, 128 and 64 bytes)."""
+
+    def __init__(self, pg):
+        super().__init__()
+        self.pg = pg
+
+    def forward(self, a, b, c):
+        return tuple(fc.all_reduce(x * 2, "sum", self.pg) / 2 for x in (a, b, c))
+
+
+def test_bucket_bytes_merges_all_reduces_and_says_so(world_of_one, tmp_path, caplog):
+    """bucket_bytes runs braze-bucket-collectives: one all_reduce in the
+    compiled program, its remarks on the fusion log topic, the same numbers."""
+    import logging
+
+    store = braze.comm.TCPStore("127.0.0.1", 0, True)
+    comm = braze.comm.new_comm("tcp", 0, 1, store)
+    braze.register_communicator(comm, group=world_of_one.group_name)
+    braze.set_logs("fusion")
+    try:
+        args = (torch.randn(4), torch.randn(4, 8), torch.randn(16))
+        model = ThreeGradients(world_of_one)
+        with caplog.at_level(logging.INFO, logger="braze"):
+            compiled = braze.compile(model, args, options={"bucket_bytes": 1024, "dump_dir": str(tmp_path)})
+        for got, want in zip(compiled(*args), model(*args)):
+            torch.testing.assert_close(got, want)
+        final = sorted(tmp_path.glob("**/*braze-plan-memory.mlir"))[-1].read_text()
+        assert final.count("braze.all_reduce_start") == 1 and "tensor<52xf32>" in final
+        remarks = [r.getMessage() for r in caplog.records if r.name == "braze.fusion"]
+        assert any("and 2 later all_reduce(s) reduced as one bucket of 208 bytes" in m for m in remarks), remarks
+    finally:
+        braze.set_logs(None)
+        braze.unregister_communicator(comm)
+        comm.close()
