@@ -308,8 +308,8 @@ struct BrazeOverlapPass : braze::impl::BrazeOverlapBase<BrazeOverlapPass> {
           continue;
         SmallVector<Operation *> candidate = withProducers(op, wait);
         double seconds = 0;
-        for (Operation *needed : candidate)
-          seconds += computeSeconds(needed, machine);
+        for (Operation *moving : candidate)
+          seconds += computeSeconds(moving, machine);
         // Strictly more: the earliest of equals wins (a stable order).
         double gain = std::min(seconds, needed - hidden);
         if (gain > bestGain) {
