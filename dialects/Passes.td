@@ -162,6 +162,14 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
     - q, k or v has other batch dims than the scores, or the element types
       differ (an additive mask of another type than q);
     - the mask broadcasts the scores to a larger shape.
+
+    Then every `braze.attention` (formed here or captured from SDPA) whose
+    key and value repeat their heads as grouped-query attention written
+    out does (HF's `repeat_kv`: a size-1 dim inserted after the heads,
+    expanded to the group, merged into the heads; the same static group for
+    both) reads the unrepeated heads instead, with `gqa`: query head h
+    reads key/value head h / group, as the repetition gives, and the
+    repeated copy is never made.
   }];
   let dependentDialects = ["braze::BrazeDialect"];
   let options = [
@@ -170,6 +178,7 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
   ];
   let statistics = [
     Statistic<"numFormed", "attentions", "Attentions formed">,
+    Statistic<"numGrouped", "grouped", "Attentions reading grouped key/value heads in place">,
   ];
 }
 

@@ -403,6 +403,69 @@ void AttentionMatch::build(OpBuilder &builder) {
       op->erase();
 }
 
+/// The unrepeated heads `[B..., Hkv, S, D]` of grouped-query attention's
+/// repeated key or value (HF's repeat_kv: a size-1 dim inserted after the
+/// heads, expanded to the group, merged into the heads), and the group; a
+/// null value when `repeated` is not that (through any reshapes).
+std::pair<Value, int64_t> unrepeatedHeads(Value repeated) {
+  // Reshapes compose: the merge may be several (one to rank 3 for a
+  // product, one back to the frame).
+  Value source = repeated;
+  while (auto reshape = source.getDefiningOp<ReshapeOp>())
+    source = reshape.getInput();
+  auto expand = source != repeated ? source.getDefiningOp<ExpandOp>() : ExpandOp();
+  auto inserted = expand ? expand.getInput().getDefiningOp<ReshapeOp>() : ReshapeOp();
+  if (!inserted)
+    return {};
+  Value heads = inserted.getInput();
+  ArrayRef<int64_t> k = tensorType(heads).getShape();
+  ArrayRef<int64_t> one = tensorType(inserted.getResult()).getShape();
+  ArrayRef<int64_t> grouped = tensorType(expand.getResult()).getShape();
+  ArrayRef<int64_t> out = tensorType(repeated).getShape();
+  int64_t rank = k.size();
+  if (rank < 3 || int64_t(one.size()) != rank + 1 || out.size() != k.size())
+    return {};
+  int64_t h = rank - 3; // the heads' dim
+  int64_t group = grouped[h + 1];
+  bool shapes = one.take_front(h + 1) == k.take_front(h + 1) && one[h + 1] == 1 &&
+                one.drop_front(h + 2) == k.drop_front(h + 1) &&
+                grouped.take_front(h + 1) == one.take_front(h + 1) &&
+                grouped.drop_front(h + 2) == one.drop_front(h + 2) &&
+                out.take_front(h) == k.take_front(h) &&
+                out.drop_front(h + 1) == k.drop_front(h + 1);
+  if (!shapes || ShapedType::isDynamic(group) || ShapedType::isDynamic(k[h]) ||
+      out[h] != k[h] * group)
+    return {};
+  return {heads, group};
+}
+
+/// Grouped-query attention written with repeated heads reads the unrepeated
+/// ones with `gqa` (head h of the query reads key/value head h / group, as
+/// the repetition gives): the repeat is never materialised. The group, or 0
+/// when the attention is not that.
+int64_t readGroupedHeads(AttentionOp attention) {
+  if (attention.getGqa())
+    return 0;
+  auto [key, keyGroup] = unrepeatedHeads(attention.getKey());
+  auto [value, valueGroup] = unrepeatedHeads(attention.getValue());
+  if (!key || !value || keyGroup != valueGroup || keyGroup < 2)
+    return 0;
+  Value oldKey = attention.getKey(), oldValue = attention.getValue();
+  attention.getKeyMutable().assign(key);
+  attention.getValueMutable().assign(value);
+  attention.setGqa(true);
+  for (Value old : {oldKey, oldValue}) {
+    // The merge, the expand and the inserted dim, once nothing reads them.
+    Operation *op = old.getDefiningOp();
+    while (op && op->use_empty() && isa<ReshapeOp, ExpandOp>(op)) {
+      Operation *next = op->getOperand(0).getDefiningOp();
+      op->erase();
+      op = next;
+    }
+  }
+  return keyGroup;
+}
+
 struct BrazeFormAttentionPass
     : braze::impl::BrazeFormAttentionBase<BrazeFormAttentionPass> {
   using BrazeFormAttentionBase::BrazeFormAttentionBase;
@@ -438,6 +501,17 @@ struct BrazeFormAttentionPass
       match.build(builder);
       ++numFormed;
     }
+    getOperation()->walk([&](AttentionOp attention) {
+      int64_t group = readGroupedHeads(attention);
+      if (!group)
+        return;
+      if (remarks)
+        attention->emitRemark()
+            << "braze.attention reads its grouped key/value heads in place "
+               "(gqa, group "
+            << group << ")";
+      ++numGrouped;
+    });
   }
 };
 } // namespace

@@ -192,3 +192,38 @@ def test_sdpa_math_form_matches():
     compiled = braze.compile(f, (q, k, v, mask))
     assert compiled.stats["attentions"] == 1
     _assert_matches(compiled(q, k, v, mask), f(q, k, v, mask), 2e-5)
+
+
+class _RepeatedHeads(torch.nn.Module):
+    """Grouped-query attention as HF writes it: repeat_kv (expand and
+    reshape the key/value heads), then SDPA or the spelled-out form."""
+
+    def __init__(self, spelled_out):
+        super().__init__()
+        self.spelled_out = spelled_out
+
+    @staticmethod
+    def _repeat(x, group):
+        b, heads, s, d = x.shape
+        return x[:, :, None].expand(b, heads, group, s, d).reshape(b, heads * group, s, d)
+
+    def forward(self, q, k, v, mask):
+        k, v = self._repeat(k, 4), self._repeat(v, 4)
+        if self.spelled_out:
+            return torch.softmax((q @ k.transpose(-1, -2)) * 0.25 + mask, -1) @ v
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("spelled_out", [False, True])
+def test_repeated_heads_are_read_in_place(spelled_out):
+    """The repeat is never made: the attention reads the 2 key/value heads
+    with gqa (query head h reads head h // 4, as repeat_kv gives)."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = torch.randn(2, 8, 9, 16, generator=g), torch.randn(2, 2, 9, 16, generator=g), \
+        torch.randn(2, 2, 9, 16, generator=g)
+    mask = torch.randn(2, 1, 9, 9, generator=g)
+    model = _RepeatedHeads(spelled_out)
+    compiled = braze.compile(model, (q, k, v, mask))
+    text = str(compiled.compiled.module)
+    assert " gqa " in text and "braze.expand" not in text
+    _assert_matches(compiled(q, k, v, mask), model(q, k, v, mask), 2e-5)

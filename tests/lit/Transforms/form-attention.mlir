@@ -226,3 +226,44 @@ func.func @sliced_qkv(%qkv: tensor<3x2x4x9x4xf32>) -> tensor<2x4x9x4xf32> {
   %o = braze.reshape %o3 : tensor<8x9x4xf32> -> tensor<2x4x9x4xf32>
   return %o : tensor<2x4x9x4xf32>
 }
+
+// -----
+
+// Tests grouped-query attention written with repeated heads (HF's
+// repeat_kv: 2 key/value heads, each repeated for 2 query heads): the
+// attention reads the 2 unrepeated heads with `gqa`, and the repeat (its
+// reshapes and expand) is gone.
+// CHECK-LABEL: func.func @repeated_heads
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x4x32x16xf32>, %[[K:.*]]: tensor<2x2x32x16xf32>, %[[V:.*]]: tensor<2x2x32x16xf32>
+// CHECK-NOT: braze.expand
+// CHECK: braze.attention %[[Q]], %[[K]], %[[V]] mask %{{.*}} scale 2.500000e-01 gqa : tensor<2x4x32x16xf32>, tensor<2x2x32x16xf32>, tensor<2x2x32x16xf32>
+func.func @repeated_heads(%q: tensor<2x4x32x16xf32>, %k: tensor<2x2x32x16xf32>, %v: tensor<2x2x32x16xf32>, %m: tensor<2x1x32x32xi1>) -> tensor<2x4x32x16xf32> {
+  %k1 = braze.reshape %k : tensor<2x2x32x16xf32> -> tensor<2x2x1x32x16xf32>
+  %kg = braze.expand %k1 : tensor<2x2x1x32x16xf32> -> tensor<2x2x2x32x16xf32>
+  %kr = braze.reshape %kg : tensor<2x2x2x32x16xf32> -> tensor<2x4x32x16xf32>
+  %v1 = braze.reshape %v : tensor<2x2x32x16xf32> -> tensor<2x2x1x32x16xf32>
+  %vg = braze.expand %v1 : tensor<2x2x1x32x16xf32> -> tensor<2x2x2x32x16xf32>
+  %vr = braze.reshape %vg : tensor<2x2x2x32x16xf32> -> tensor<2x4x32x16xf32>
+  // expected-remark @+1 {{braze.attention reads its grouped key/value heads in place (gqa, group 2)}}
+  %o = braze.attention %q, %kr, %vr mask %m scale 0.25 : tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x1x32x32xi1> -> tensor<2x4x32x16xf32>
+  return %o : tensor<2x4x32x16xf32>
+}
+
+// -----
+
+// Tests repeats that are not grouped heads: the key repeated but not the
+// value, and heads tiled (the inserted dim before the heads: query head h
+// reads key head h % 2, not h / 2). Both stay as they are.
+// CHECK-LABEL: func.func @not_grouped
+// CHECK-NOT: gqa
+func.func @not_grouped(%q: tensor<2x4x32x16xf32>, %k: tensor<2x2x32x16xf32>, %v: tensor<2x4x32x16xf32>) -> (tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>) {
+  %k1 = braze.reshape %k : tensor<2x2x32x16xf32> -> tensor<2x2x1x32x16xf32>
+  %kg = braze.expand %k1 : tensor<2x2x1x32x16xf32> -> tensor<2x2x2x32x16xf32>
+  %kr = braze.reshape %kg : tensor<2x2x2x32x16xf32> -> tensor<2x4x32x16xf32>
+  %o = braze.attention %q, %kr, %v scale 0.25 : tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32> -> tensor<2x4x32x16xf32>
+  %t1 = braze.reshape %k : tensor<2x2x32x16xf32> -> tensor<2x1x2x32x16xf32>
+  %tg = braze.expand %t1 : tensor<2x1x2x32x16xf32> -> tensor<2x2x2x32x16xf32>
+  %tr = braze.reshape %tg : tensor<2x2x2x32x16xf32> -> tensor<2x4x32x16xf32>
+  %o2 = braze.attention %q, %tr, %tr scale 0.25 : tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32> -> tensor<2x4x32x16xf32>
+  return %o, %o2 : tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>
+}
