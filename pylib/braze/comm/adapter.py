@@ -216,7 +216,12 @@ class AdapterComm(Comm):
         return text
 
     def _agree_on_members(self, uuid, members):
-        """Same protocol as the native runtime: every member publishes its list."""
+        """Same protocol as the native runtime: every member publishes its
+        list. Each waits up to two timeouts for the others: an adapter's
+        engine has no abort that reaches its peers (the native runtime's
+        does), so a survivor may notice the failure only when its own
+        collective times out, a whole timeout after another noticed it
+        (a 3-rank Gloo test in CI once gave up on a survivor this way)."""
         if self.rank not in members:
             raise CommInvalidArgument(f"reconfigure: this rank ({self.rank}) is not in members {list(members)}")
         new_rank = list(members).index(self.rank)
@@ -224,7 +229,7 @@ class AdapterComm(Comm):
         prefix = f"{self.group}/{uuid}"
         self.store.set(f"{prefix}/members/{new_rank}", mine)
         for j in range(len(members)):
-            theirs = self.store.get(f"{prefix}/members/{j}", self.timeout).decode()
+            theirs = self.store.get(f"{prefix}/members/{j}", 2 * self.timeout).decode()
             if theirs != mine:
                 raise CommError(f"reconfigure {uuid}: rank {j} proposes members {theirs}, this rank {mine}")
         return new_rank, prefix
