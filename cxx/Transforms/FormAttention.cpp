@@ -113,7 +113,6 @@ private:
   bool takeScale(Value &scores);
 
   Operation *root;
-  Value probabilities; // the softmax's result, in the frame
   Value scores;        // the softmax's input: scaled and masked Q K^T
   RankedTensorType frame; // [B..., L, S]
   Value query, keyTransposed, value, mask;
@@ -195,7 +194,6 @@ bool AttentionMatch::findSoftmax() {
                         exp.getOperation(), sum.getOperation(),
                         div.getOperation()})
     taken.insert(op);
-  probabilities = div.getResult();
   scores = sub.getLhs();
   return true;
 }
