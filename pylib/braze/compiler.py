@@ -19,7 +19,7 @@ from braze.errors import BrazeError
 from braze.ir import Module, parse
 from braze.passes import run_pipeline
 from braze.passes.pipeline import PipelineRecord
-from braze.report.cost import Machine
+from braze.machine import Machine
 from braze.runtime import trace
 from braze.target import TargetOptions
 from braze.target import get as get_target

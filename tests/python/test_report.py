@@ -17,8 +17,9 @@ import braze
 from braze import progress
 from braze.codegen import emit
 from braze.errors import BrazeError
+from braze.machine import Machine
+from braze.op_kinds import GENERATED_OPS
 from braze.report import graph, timeline
-from braze.report.cost import Machine
 from braze.target import require_toolchains
 
 sys.path.insert(0, str(Path(__file__).parent / "frontend"))
@@ -82,7 +83,7 @@ def test_transformer_block_report_renders_in_chromium(tmp_path):
     page = compiled.stats["report"]
     assert page == tmp_path / "block.html"
     kernels = [op for op in compiled.module.mlir_module.body.operations[0].regions[0].blocks[0].operations
-               if op.operation.name in ("braze.kernel", "braze.fused_gemm", "braze.flash_attention")]
+               if op.operation.name in GENERATED_OPS]
     names = list(emit(compiled.module, "cpu")["forward"].kernels)
     assert len(names) == len(kernels) >= 4
 

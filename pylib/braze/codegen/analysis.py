@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from braze.errors import BrazeError, format_location
+from braze.op_kinds import GENERATED_OPS
 
 # Scalar ops by family; a renderer spells each family from its tables.
 UNARY_MATH = ("exp", "expm1", "exp2", "log", "log1p", "log2", "tanh", "erf", "sin", "cos", "tan",
@@ -84,10 +85,6 @@ def combo_schedules(combo) -> list[SubKernelSchedule]:
         schedules.append(SubKernelSchedule(ir.IntegerAttr(entry["block"]).value, rblock,
                                            ir.IntegerAttr(entry["cost"]).value))
     return schedules
-
-
-# The ops a target's emitter turns into one generated function each.
-GENERATED_OPS = ("braze.kernel", "braze.fused_gemm", "braze.flash_attention")
 
 
 def function_kernels(operations: list) -> tuple[list, list]:

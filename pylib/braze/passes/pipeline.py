@@ -19,6 +19,7 @@ from mlir import ir, passmanager
 from braze import logs
 from braze.errors import BrazeError, format_location
 from braze.ir import Module
+from braze.machine import Machine
 from braze.passes.registry import PythonPass, lookup, registered_passes
 
 _ELEMENT_NAME = re.compile(r"^\s*([A-Za-z0-9_.\-]+)")
@@ -391,7 +392,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
                          collapse_dims: bool = True, overlap: bool = True, fold_layouts: bool = True,
                          epilogue_fusion: bool = False, form_attention: bool = True,
                          flash_attention: bool | str = False, bucket_bytes: int = 0,
-                         overlap_mode: str = "simple", overlap_machine: dict | None = None) -> str:
+                         overlap_mode: str = "simple", overlap_machine: dict | None = None,
+                         overlap_max_inflight_bytes: int = 0) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
@@ -406,7 +408,9 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     many bytes (braze-bucket-collectives, before fusion, so the concat and
     the slices fuse like any other op); 0 leaves each one alone.
     `overlap_mode`: braze-overlap's mode, "simple" or "cost" (on
-    `overlap_machine`, a dict of braze.report.cost.Machine's fields)."""
+    `overlap_machine`, a dict of braze.machine.Machine's fields);
+    `overlap_max_inflight_bytes`: its bound on the bytes of collectives in
+    flight at once (0: none)."""
     fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}}}," if fuse else ""
     if fuse and epilogue_fusion:
         fusion = "braze-epilogue-fusion," + fusion
@@ -415,11 +419,12 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     fold = ",braze-fold-layouts" if fold_layouts else ""
     verify = "braze-verify-collective-order"
     buckets = f"braze-bucket-collectives{{bucket-bytes={bucket_bytes}}}," if bucket_bytes else ""
-    overlap_pass = "braze-overlap"
+    overlap_options = []
     if overlap_mode == "cost":
-        from braze.report.cost import Machine
-
-        overlap_pass += f"{{mode=cost {Machine.from_option(overlap_machine, 'overlap_machine').overlap_options()}}}"
+        overlap_options.append(f"mode=cost {Machine.from_option(overlap_machine, 'overlap_machine').overlap_options()}")
+    if overlap_max_inflight_bytes:
+        overlap_options.append(f"max-inflight-bytes={int(overlap_max_inflight_bytes)}")
+    overlap_pass = f"braze-overlap{{{' '.join(overlap_options)}}}" if overlap_options else "braze-overlap"
     moves = f",{overlap_pass},{verify}" if overlap else ""
     lower = "braze-lower-attention{halves=true}," if flash_attention == "halves" else "braze-lower-attention,"
     attention = ("braze-form-attention," if form_attention else "") + (lower if flash_attention else "")

@@ -24,7 +24,7 @@ from braze.ir import parse
 from braze.passes.pipeline import PassRun, PipelineRecord, Remark
 from braze.report import graph as graphs
 from braze.report import timeline as timelines
-from braze.report.cost import Machine
+from braze.machine import Machine
 from braze.report.kernels import ComboFacts, KernelFacts, combo_facts, kernel_facts
 from braze.report.page import render
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from html import escape
 
 from braze.errors import format_location
+from braze.machine import Machine
+from braze.op_kinds import GENERATED_OPS
 from braze.report import cost
 
 # Dynamic dims count as this many elements in the estimate.
@@ -68,7 +70,7 @@ def _label(op, names: dict[str, list[str]]) -> str:
     """A generated kernel's name (a combo's: its sub-kernels'), an
     extern call's aten overload, else the op."""
     name = op.operation.name
-    if name in ("braze.kernel", "braze.fused_gemm", "braze.flash_attention"):  # named in one sequence (function_kernels)
+    if name in GENERATED_OPS:  # named in one sequence (function_kernels)
         queue = names.get(str(op.operation.location))
         return queue.pop(0) if queue else "kernel"
     if name == "braze.combo":
@@ -78,7 +80,7 @@ def _label(op, names: dict[str, list[str]]) -> str:
     return name.removeprefix("braze.")
 
 
-def _region_seconds(op, machine: cost.Machine) -> float:
+def _region_seconds(op, machine: Machine) -> float:
     """A control-flow op's estimate: a switch its costliest branch, a while
     loop one condition and one body."""
     per_region = [sum(_compute_seconds(inner, machine) for inner in region.blocks[0].operations
@@ -86,7 +88,7 @@ def _region_seconds(op, machine: cost.Machine) -> float:
     return max(per_region, default=0.0) if op.operation.name == "braze.switch" else sum(per_region)
 
 
-def _compute_seconds(op, machine: cost.Machine) -> float:
+def _compute_seconds(op, machine: Machine) -> float:
     if len(op.regions) and op.operation.name in ("braze.switch", "braze.while"):
         return _region_seconds(op, machine)
     bytes_, flops = cost.op_estimate(op, DYNAMIC)
@@ -105,7 +107,7 @@ def _kind(name: str) -> str:
     return "host"
 
 
-def schedule(func, title: str, machine: cost.Machine, kernel_names: dict[str, list[str]]) -> Schedule:
+def schedule(func, title: str, machine: Machine, kernel_names: dict[str, list[str]]) -> Schedule:
     """The timeline of `func`'s top-level ops. `kernel_names`: per kernel
     location (as printed), the names of the final kernels there in order
     (the IR drawn here may come before the kernels got their names)."""

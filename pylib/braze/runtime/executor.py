@@ -49,6 +49,7 @@ from braze.hostops.extern import extern_overload, prepare_extern
 from braze.hostops.products import convolution_arguments, convolution_layout
 from braze.hostops.record import DYNAMIC_SIZE, TensorType, op_record, type_record
 from braze.hostops.signature import check_arguments
+from braze.op_kinds import GENERATED_OPS
 from braze.runtime import collectives, launch, trace
 from braze.runtime.arena import ArenaPlan
 from braze.runtime.combo import ComboCall
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
-_FRESH = {"braze.kernel", "braze.fused_gemm", "braze.flash_attention", "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
+_FRESH = {*GENERATED_OPS, "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
           *CONTROL_FLOW_OPS}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}
@@ -434,7 +435,7 @@ class Program:
                         value = value.contiguous()
                     template[result] = value
                 continue
-            if name in ("braze.kernel", "braze.fused_gemm", "braze.flash_attention"):
+            if name in GENERATED_OPS:
                 call = kernels_runtime.kernel_call(next(kernel_specs), op, slots)
                 kernel_steps.append((op, call))
             elif name in collectives.OPS:

@@ -20,6 +20,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from braze.errors import BrazeError
+from braze.machine import Machine
 
 ENTRY_POINT_GROUP = "braze.targets"
 
@@ -47,6 +48,11 @@ class TargetOptions:
     # link_latency, as for `report_machine`).
     overlap_mode: str = "simple"
     overlap_machine: dict | None = None
+    # The most bytes of collectives braze-overlap lets be in flight at once
+    # (started and not yet waited for, across groups): each buffer stays
+    # live until its wait, so this bounds the memory overlap costs; 0: no
+    # bound.
+    overlap_max_inflight_bytes: int = 0
     # Merge small all_reduces of one group (data-parallel gradients) into
     # buckets of at most this many bytes before overlap
     # (braze-bucket-collectives; DDP uses 25 MiB); 0: each stays alone.
@@ -96,16 +102,15 @@ class TargetOptions:
     report: str | None = None
     # The machine the report's collective timeline assumes: a dict of some
     # of memory_bandwidth, peak_flops, link_bandwidth (bytes or flops per
-    # second) and link_latency (seconds); see braze.report.cost.Machine.
+    # second) and link_latency (seconds); see braze.machine.Machine.
     # Not part of the cache key.
     report_machine: dict | None = None
 
     def __post_init__(self):
-        from braze.report.cost import Machine
-
-        bucket = self.bucket_bytes
-        if isinstance(bucket, bool) or not isinstance(bucket, int) or bucket < 0:
-            raise BrazeError(f"the bucket_bytes option must be a non-negative int (0: no bucketing), got {bucket!r}")
+        for name, zero in (("bucket_bytes", "no bucketing"), ("overlap_max_inflight_bytes", "no bound")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise BrazeError(f"the {name} option must be a non-negative int (0: {zero}), got {value!r}")
         if self.overlap_mode not in ("simple", "cost"):
             raise BrazeError(f"the overlap_mode option must be 'simple' or 'cost', got {self.overlap_mode!r}")
         Machine.from_option(self.overlap_machine, "overlap_machine")
@@ -190,7 +195,8 @@ class Target:
                                         flash_attention=(options.flash_attention and blas_kernels
                                                          and ("halves" if options.flash_attention_halves else True)),
                                         bucket_bytes=options.bucket_bytes, overlap_mode=options.overlap_mode,
-                                        overlap_machine=options.overlap_machine)
+                                        overlap_machine=options.overlap_machine,
+                                        overlap_max_inflight_bytes=options.overlap_max_inflight_bytes)
         if options.combo_kernels and self.combo_arguments:
             pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:

@@ -112,3 +112,13 @@ def test_overlap_mode_cost_passes_the_machine_to_braze_overlap():
         cpu.options({"overlap_mode": "fast"})
     with pytest.raises(braze.BrazeError, match=r"overlap_machine\['link_bandwidth'\] must be a positive number"):
         cpu.options({"overlap_machine": {"link_bandwidth": 0}})
+
+
+def test_overlap_max_inflight_bytes_bounds_braze_overlap():
+    assert ",braze-overlap{max-inflight-bytes=4096}," in braze.compiler.pipeline({"overlap_max_inflight_bytes": 4096})
+    both = braze.compiler.pipeline({"overlap_mode": "cost", "overlap_max_inflight_bytes": 64})
+    assert "braze-overlap{mode=cost link-bandwidth=" in both and "peak-flops=1000000000000.0 max-inflight-bytes=64}" in both
+    for bad in (-1, 2.5, False):
+        with pytest.raises(braze.BrazeError, match=rf"overlap_max_inflight_bytes option must be a non-negative int "
+                                                   rf"\(0: no bound\), got {bad!r}"):
+            targets_module.get("cpu").options({"overlap_max_inflight_bytes": bad})
