@@ -39,13 +39,16 @@ class CompiledProgram:
     """A compiled module's entry function; call it like `braze.reference.run`
     (tensors or numpy arrays in, a list of results out)."""
 
-    def __init__(self, module: Module, program, stats: dict):
+    def __init__(self, module: Module, program, stats: dict, replay=None):
+        """`replay`: what runs a call instead of `program` (a CUDA graph of
+        it: the `cuda_graph` option)."""
         self.module = module
         self.program = program
         self.stats = stats
+        self.call = replay or program
 
     def __call__(self, *arguments):
-        return self.program(*arguments)
+        return self.call(*arguments)
 
 
 def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, Any] | None = None,
@@ -122,10 +125,16 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         "compile_seconds": time.perf_counter() - started,
         "source": built.source_path if built else None,
         "target": chosen.name,
+        "cuda_graph": options.cuda_graph,
     }
     if report_to is not None:
         stats["report"] = report.write(report_to, report.collect(record, func, unit, built, stats, machine))
-    return CompiledProgram(module, program, stats)
+    replay = None
+    if options.cuda_graph:
+        from braze.runtime.cuda_graph import GraphedProgram
+
+        replay = GraphedProgram(program, [op.operation.name for op in operations])
+    return CompiledProgram(module, program, stats, replay)
 
 
 @contextmanager
@@ -174,7 +183,7 @@ class CompiledModel:
         self.compiled = compiled
         self.stats = compiled.stats
         self._imported = exported.imported
-        self._program = compiled.program
+        self._program = compiled.call
         in_spec, out_spec = exported._in_spec, exported._out_spec
         # Nested inputs and outputs through prepared plans (None: pytree).
         self._inputs = TreePlan.of(in_spec) if in_spec is not None else None

@@ -56,11 +56,14 @@ class ComboCall:
         zero."""
         raise NotImplementedError
 
+    def culprit(self) -> str:
+        """What an integer division by zero names."""
+        return f"combo {self.name} ({', '.join(c.name for c in self.calls)})"
+
     def __call__(self, env: list) -> None:
         prepared = [call.prepare(env) for call in self.calls]
         if self.launch(prepared):
-            raise BrazeError(f"combo {self.name} ({', '.join(c.name for c in self.calls)}): "
-                             "integer division by zero")
+            raise BrazeError(f"{self.culprit()}: integer division by zero")
         for call, (_, outputs, _, _) in zip(self.calls, prepared):
             for slot, tensor in zip(call.outputs, outputs):
                 env[slot] = tensor

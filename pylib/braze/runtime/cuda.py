@@ -14,7 +14,9 @@ says; shared memory is static (declared in the kernel).
 
 A kernel that can divide an integer by zero sets `failed[0]`; the call then
 reads the flag back (which waits for the stream) and raises like the CPU
-target. Kernels that cannot fail run asynchronously.
+target. Kernels that cannot fail run asynchronously. Under the
+`cuda_graph` option (runtime/cuda_graph.py) the flags are read after each
+replay, and each `sizes` array's device copy is made once, in the warm-up.
 
 Checked without a GPU (tests/python/targets/test_cuda.py): the cubin build
 through the cache, grids, parameter packing, and the launch sequence against
@@ -31,7 +33,8 @@ import torch
 from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError
 from braze.runtime.combo import GpuComboCall
-from braze.runtime.executor import KernelCall, StepFactory
+from braze.runtime import executor
+from braze.runtime.executor import KernelCall, StepFactory, failure_flag
 
 # gridDim.x's limit on every architecture braze compiles for (sm_30 on).
 MAX_BLOCKS = 2**31 - 1
@@ -95,6 +98,8 @@ class _DeviceSizes:
     kernels: "CudaKernels"
 
     def _sizes_on_device(self, sizes) -> torch.Tensor:
+        if executor.capture is not None:  # a CUDA graph's warm-up or capture
+            return executor.capture.device_sizes(sizes, self.kernels.to_device)
         if self.static_sizes is not None and sizes is self.static_sizes:
             if self.static_sizes_on_device is None:
                 self.static_sizes_on_device = self.kernels.to_device(sizes)
@@ -123,7 +128,7 @@ class _CudaKernelCall(_DeviceSizes, KernelCall):
                                       + [self._sizes_on_device(sizes).data_ptr(), failed.data_ptr()])
         self.kernels.launch(self.function, blocks, threads, parameters)
         # Reading the flag waits for the kernel; kernels that cannot fail do not wait.
-        return int(failed.item()) if self.spec.can_fail else 0
+        return failure_flag(failed, self.culprit) if self.spec.can_fail else 0
 
 
 class _CudaComboCall(_DeviceSizes, GpuComboCall):
@@ -146,7 +151,7 @@ class _CudaComboCall(_DeviceSizes, GpuComboCall):
         parameters = KernelParameters([t.data_ptr() for t in tensors]
                                       + [self._sizes_on_device(sizes).data_ptr(), failed.data_ptr()])
         self.kernels.launch(self.function, blocks, self.threads, parameters)
-        return int(failed.item()) if self.can_fail else 0
+        return failure_flag(failed, self.culprit) if self.can_fail else 0
 
 
 class CudaKernels(StepFactory):

@@ -33,7 +33,7 @@ from braze.codegen.analysis import KernelSpec, combo_schedules
 from braze.errors import BrazeError
 from braze.runtime.autotune import Config, Tuner, shape_class
 from braze.runtime.combo import ComboCall, launch_size
-from braze.runtime.executor import KernelCall, StepFactory
+from braze.runtime.executor import KernelCall, StepFactory, failure_flag
 
 
 def interpreting() -> bool:
@@ -151,7 +151,7 @@ class _TritonKernelCall(KernelCall):
                 raise
             raise BrazeError(f"Triton could not run kernel {self.name} ({config}); its source is kept in "
                              f"{self.source_path}:\n{error}") from None
-        return int(failed.item()) if failed is not None else 0
+        return failure_flag(failed, self.culprit) if failed is not None else 0
 
 
 class _TritonComboCall(ComboCall):
@@ -164,6 +164,7 @@ class _TritonComboCall(ComboCall):
         self.dispatch = combo_op.attributes["dispatch"].value
         self.blocks = [schedule.block for schedule in combo_schedules(combo_op)]
         self.specs = [call.spec for call in calls]
+        self.can_fail = any(spec.can_fail for spec in self.specs)
 
     def launch(self, prepared: list[tuple]) -> int:
         items = [-(-math.prod(e for d, e in enumerate(extents) if d not in spec.reduce) // block)
@@ -172,7 +173,8 @@ class _TritonComboCall(ComboCall):
         if programs == 0:
             return 0
         device = next(t.device for inputs, outputs, _, _ in prepared for t in inputs + outputs)
-        failed = torch.zeros(1, dtype=torch.int32, device=device)
+        # Only sub-kernels that can fail take the flag: reading it waits for the stream.
+        failed = torch.zeros(1, dtype=torch.int32, device=device) if self.can_fail else None
         arguments = [a for spec, (inputs, outputs, extents, _) in zip(self.specs, prepared)
                      for a in kernel_arguments(spec, inputs, outputs, extents, failed)]
         try:
@@ -180,7 +182,7 @@ class _TritonComboCall(ComboCall):
         except Exception as error:  # Triton's compile and launch errors have no common base
             raise BrazeError(f"Triton could not run combo {self.name}; its source is kept in "
                              f"{self.function.fn.__code__.co_filename}:\n{error}") from None
-        return int(failed.item())
+        return failure_flag(failed, self.culprit) if self.can_fail else 0
 
 
 class TritonKernels(StepFactory):

@@ -90,6 +90,10 @@ class TargetOptions:
     # ... f16/bf16 attentions too (off: they stay the library's, measured
     # faster: docs/cpu.md).
     flash_attention_halves: bool = False
+    # Replay the whole program as one CUDA graph after a warm-up call
+    # (runtime/cuda_graph.py; a program on a CUDA device with static shapes,
+    # no control flow and no collectives). Not part of the cache key.
+    cuda_graph: bool = False
     # Directory of the compiled-kernel cache (default: BRAZE_CACHE_DIR).
     # Not part of the cache key.
     cache_dir: str | None = None
@@ -117,9 +121,10 @@ class TargetOptions:
 
     def key(self) -> str:
         """What of the options changes a binary: everything but where files
-        are written and what the report assumes."""
+        are written, what the report assumes and how the program is
+        replayed."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                  if f.name not in ("cache_dir", "dump_dir", "report", "report_machine")}
+                  if f.name not in ("cache_dir", "dump_dir", "report", "report_machine", "cuda_graph")}
         return f"{type(self).__name__}{sorted(fields.items())}"
 
 
