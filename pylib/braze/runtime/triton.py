@@ -111,6 +111,26 @@ def kernel_arguments(spec: KernelSpec, inputs: list, outputs: list, extents: lis
     return arguments
 
 
+# Offsets below this are computed in 32 bits (`index_type`).
+INDEX_LIMIT = 2**31
+
+
+def index_type(tensors: list, points: int, block: int):
+    """The kernels' `INDEX` for one launch over `tensors` (inputs and
+    results) and `points` (the domain's; the largest sub-kernel's for a
+    combo): tl.int32 when every offset stays below 2**31, else tl.int64.
+    The offsets: each tensor's farthest element through its strides, the
+    points; twice the largest plus a program's `block`, since the masked
+    lanes of a last block decode indices up to one past each dim."""
+    import triton.language as tl
+
+    farthest = points
+    for tensor in tensors:
+        if tensor.numel():
+            farthest = max(farthest, 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride())))
+    return tl.int32 if 2 * farthest + block < INDEX_LIMIT else tl.int64
+
+
 def grid(spec: KernelSpec, extents: list, config: Config) -> int:
     rows = math.prod(e for d, e in enumerate(extents) if d not in spec.reduce)
     return -(-rows // config.xblock)
@@ -133,10 +153,15 @@ class _TritonKernelCall(KernelCall):
         device = outputs[0].device if outputs else inputs[0].device
         failed = torch.zeros(1, dtype=torch.int32, device=device) if self.spec.can_fail else None
         classes = shape_class(self.spec, extents)
+        points = math.prod(extents)
+        # At least a persistent reduction's RBLOCK (its reduced points rounded up to a power of two).
+        persistent_rblock = 2 * math.prod(extents[d] for d in self.spec.reduce)
 
         def run(config: Config, into=outputs, flag=failed):
             arguments = kernel_arguments(self.spec, inputs, into, extents, flag)
-            self.function[(grid(self.spec, extents, config),)](*arguments, **config.launch_options(self.spec))
+            index = index_type(inputs + into, points, config.xblock * (config.rblock or persistent_rblock))
+            self.function[(grid(self.spec, extents, config),)](*arguments, **config.launch_options(self.spec),
+                                                               INDEX=index)
 
         def scratch_run(config: Config):
             # Tuning runs write scratch results: a result may share an input's buffer.
@@ -162,7 +187,8 @@ class _TritonComboCall(ComboCall):
         super().__init__(name, calls)
         self.function = function
         self.dispatch = combo_op.attributes["dispatch"].value
-        self.blocks = [schedule.block for schedule in combo_schedules(combo_op)]
+        self.schedules = combo_schedules(combo_op)
+        self.blocks = [schedule.block for schedule in self.schedules]
         self.specs = [call.spec for call in calls]
         self.can_fail = any(spec.can_fail for spec in self.specs)
 
@@ -177,8 +203,12 @@ class _TritonComboCall(ComboCall):
         failed = torch.zeros(1, dtype=torch.int32, device=device) if self.can_fail else None
         arguments = [a for spec, (inputs, outputs, extents, _) in zip(self.specs, prepared)
                      for a in kernel_arguments(spec, inputs, outputs, extents, failed)]
+        tensors = [t for inputs, outputs, _, _ in prepared for t in inputs + outputs]
+        points = max(math.prod(extents) for _, _, extents, _ in prepared)
+        index = index_type(tensors, points, max(s.block * (s.rblock or 2 * math.prod(extents[d] for d in spec.reduce))
+                                                for s, spec, (_, _, extents, _) in zip(self.schedules, self.specs, prepared)))
         try:
-            self.function[(programs,)](*arguments)
+            self.function[(programs,)](*arguments, INDEX=index)
         except Exception as error:  # Triton's compile and launch errors have no common base
             raise BrazeError(f"Triton could not run combo {self.name}; its source is kept in "
                              f"{self.function.fn.__code__.co_filename}:\n{error}") from None

@@ -108,14 +108,16 @@ class TritonTarget(Target):
                 "interpreter on the CPU)")
 
 
-def signature(spec, config) -> tuple[dict, dict, dict]:
+def signature(spec, config, index: str = "int32") -> tuple[dict, dict, dict]:
     """triton.compile's signature of a kernel (codegen/triton's parameter
-    order), its constexprs and its compile options for launch `config`."""
+    order), its constexprs and its compile options for launch `config`;
+    `index`: its INDEX type ("int32" or "int64", a triton.language name)."""
     from braze.codegen.analysis import type_name
     from braze.codegen.triton.emitter import SIGNATURE_TYPES
 
     options = config.launch_options(spec)
     constants = {k: v for k, v in options.items() if k in ("XBLOCK", "RBLOCK")}
+    constants["INDEX"] = index
     types = {}
     for n, tensor in enumerate(spec.input_types):
         types[f"in{n}"] = "*" + SIGNATURE_TYPES[type_name(tensor.element_type)]
@@ -132,8 +134,9 @@ def signature(spec, config) -> tuple[dict, dict, dict]:
 def aot_compile(jobs: list, target: str = "cuda:90") -> list[list[bytes]]:
     """Compiles Triton kernels ahead of time, without a GPU, for `target`
     ("cuda:<sm>": cubins, "hip:<gfx>": hsaco code objects). `jobs` is a list
-    of (module source, [(KernelSpec, Config), ...]); returns, per job, each
-    kernel's binary in order.
+    of (module source, [(KernelSpec, Config), ...] or [(KernelSpec, Config,
+    index), ...] with `index` the INDEX type, "int32" by default); returns,
+    per job, each kernel's binary in order.
 
     Triton's compiler runs in one child process (braze.target.triton_aot):
     a process whose triton was imported for the interpreter cannot compile,
@@ -152,8 +155,8 @@ def aot_compile(jobs: list, target: str = "cuda:90") -> list[list[bytes]]:
             path = folder / f"module{number}.py"
             path.write_text(source)
             entries = []
-            for spec, config in kernels:
-                types, constants, options = signature(spec, config)
+            for spec, config, *index in kernels:
+                types, constants, options = signature(spec, config, *index)
                 entries.append({"name": spec.name, "signature": types, "constexprs": constants,
                                 "options": options, "config": str(config)})
             request["modules"].append({"path": str(path), "kernels": entries})

@@ -32,7 +32,9 @@ def main() -> int:
         sys.modules[spec.name] = module  # Triton resolves the kernels' globals through it
         spec.loader.exec_module(module)
         for k, kernel in enumerate(entry["kernels"]):
-            source = ASTSource(getattr(module, kernel["name"]), kernel["signature"], constexprs=kernel["constexprs"])
+            # INDEX arrives by name: a triton.language type does not travel in JSON.
+            constexprs = dict(kernel["constexprs"], INDEX=getattr(triton.language, kernel["constexprs"]["INDEX"]))
+            source = ASTSource(getattr(module, kernel["name"]), kernel["signature"], constexprs=constexprs)
             try:
                 compiled = triton.compile(source, target=gpu, options=kernel["options"])
             except Exception as error:  # Triton's compile errors have no common base

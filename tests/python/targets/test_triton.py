@@ -68,8 +68,39 @@ def test_persistent_and_looped_reductions_match_eager(interpreter, width):
     if width <= PERSISTENT_LIMIT:
         assert "RBLOCK: tl.constexpr = 512" in source and "for roffset" not in source
     else:
-        assert "RBLOCK: tl.constexpr)" in source and "for roffset in range(0, rnumel, RBLOCK):" in source
+        assert "RBLOCK: tl.constexpr, INDEX: tl.constexpr)" in source and "for roffset in range(0, rnumel, RBLOCK):" in source
     _close(compiled(x), f(x))
+
+
+def test_index_type_is_32_bits_only_when_every_offset_fits():
+    """The launcher's INDEX: the farthest element of each tensor through its
+    strides (meta tensors: shapes without storage), the domain's points."""
+    import triton.language as tl
+
+    from braze.runtime.triton import index_type
+
+    assert index_type([torch.empty(4, 8)], 32, 256) == tl.int32
+    near = torch.empty_strided((2**9, 2), (2**20, 1), device="meta")  # farthest element 2**29 + 1
+    far = torch.empty_strided((2**11, 2), (2**20, 1), device="meta")  # a view reaching 2**31 - 2**20 + 2
+    assert index_type([near], 2**10, 256) == tl.int32
+    assert index_type([near, far], 2**12, 256) == tl.int64
+    assert index_type([torch.empty(1).expand(2**16, 2**16)], 2**32, 256) == tl.int64  # points, not storage
+    assert index_type([torch.empty(0, 2**40 // 8, device="meta")], 0, 256) == tl.int32  # empty: nothing read
+
+
+def test_64_bit_indices_give_the_same_results(interpreter, monkeypatch):
+    """Every kernel with INDEX = tl.int64 (the limit lowered to nothing)
+    matches eager as the 32-bit ones do: strided and broadcast reads,
+    persistent and looped reductions, argmax."""
+    import braze.runtime.triton as runtime
+
+    monkeypatch.setattr(runtime, "INDEX_LIMIT", 0)
+
+    def f(x, y):
+        return torch.softmax(x.t() * y, -1), x.sum(0), x.argmax(1), torch.tanh(x[:, ::2]).amax(1)
+
+    x, y = torch.randn(2000, 6), torch.randn(1, 2000)
+    _close(_compile(f, (x, y))(x, y), f(x, y))
 
 
 def test_a_dynamic_reduced_dim_loops_and_serves_every_size(interpreter):
@@ -193,7 +224,8 @@ def test_every_capture_suite_kernel_compiles_ahead_of_time(gpu):
 
 def test_every_strategy_and_config_compiles_ahead_of_time():
     """Persistent and looped reductions, argmax, bf16, a dynamic extent, a
-    strided input, division: every configuration of the space, for sm_90."""
+    strided input, division: every configuration of the space, with 32- and
+    64-bit indices, for sm_90."""
     need("the triton target", targets.get("triton").compiler_missing())
     text = """
     func.func @f(%x: tensor<?x3000xbf16>, %y: tensor<?x300xf32>, %a: tensor<8xi64>, %b: tensor<8xi64>)
@@ -208,7 +240,8 @@ def test_every_strategy_and_config_compiles_ahead_of_time():
     _, kernels = kernel_form(braze.parse(text), triton.pipeline(triton.options({"combo_kernels": False})))
     source, specs = render_module(kernels)
     assert {spec.strategy for spec in specs.values()} == {"points", "persistent", "looped"}
-    every = [(spec, config) for spec in specs.values() for config in config_space(spec)]
+    every = [(spec, config, index) for spec in specs.values() for config in config_space(spec)
+             for index in ("int32", "int64")]
     (binaries,) = aot_compile([(source, every)], "cuda:90")
     assert len(binaries) == len(every) and all(b[:4] == b"\x7fELF" for b in binaries)
 

@@ -53,7 +53,7 @@ def render_combo(name: str, combo, specs: list[KernelSpec]) -> str:
         own = sub_kernel_parameters(spec)
         params += [f"k{k}_{p}" + (": tl.int64" if p[0] in "ns" and p != "failed" else "") for p in own]
         lines.append(f"    items{k} = {_items(spec, f'k{k}_', schedule.block)}")
-        blocks = [str(schedule.block)] + ([str(schedule.rblock)] if spec.strategy == "looped" else [])
+        blocks = [str(schedule.block)] + ([str(schedule.rblock)] if spec.strategy == "looped" else []) + ["INDEX"]
         calls.append(lambda item, k=k, own=own, spec=spec, blocks=blocks:
                      f"{spec.name}({', '.join([f'k{k}_{p}' for p in own] + [item] + blocks)})")
     lines.append("    program = tl.program_id(0).to(tl.int64)")
@@ -80,5 +80,6 @@ def render_combo(name: str, combo, specs: list[KernelSpec]) -> str:
             keyword = "if" if k == 0 else "elif"
             lines.append(f"    {keyword} (program // most == {k}) & (item < items{k}):")
             lines.append(f"        {calls[k]('item')}")
+    params.append("INDEX: tl.constexpr")
     return "\n".join(["@triton.jit", f"def {name}({', '.join(params)}):"] + lines)
 

@@ -8,10 +8,18 @@ after what it computes (`exp_sum_div_2`), with the kernel's MLIR location in
 a comment. Every kernel takes its inputs, its results, `failed` (when it can
 divide an integer by zero), its dynamic extents `n<d>` and the strides of
 each input `s<input>_<dim>` (so broadcast and strided views are read in
-place), then its block sizes as `tl.constexpr`s.
+place), then its block sizes and `INDEX` as `tl.constexpr`s.
+
+`INDEX` is the type of every index and offset the kernel computes: the
+launcher (runtime/triton.py, `index_type`) passes `tl.int32` when every
+offset of the call (each input's farthest element through its strides,
+each result's size, the domain's points, plus a block) is below 2**31, and
+`tl.int64` otherwise; Triton compiles each once. 32-bit index arithmetic
+is what a GPU does fastest, and only the call's actual sizes and strides
+(strided views of a larger tensor included) can prove it safe.
 
 * Pointwise kernels: program p takes the points p*XBLOCK ... (p+1)*XBLOCK-1
-  of the flattened domain (int64 offsets), masked at the end.
+  of the flattened domain, masked at the end.
 * Reductions: a program takes XBLOCK parallel points (rows, the first axis
   of a 2-D block) and the reduction points along the second axis:
   - persistent when the reduced extent is static and at most
@@ -56,7 +64,7 @@ STRATEGIES = ("points", "persistent", "looped")
 # Element types: triton.language's names. Half types compute in float32.
 TYPES = {"f64": "tl.float64", "f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16",
          "i64": "tl.int64", "i32": "tl.int32", "i16": "tl.int16", "i8": "tl.int8", "i1": "tl.int1",
-         "index": "tl.int64"}
+         "index": "INDEX"}
 HALF = ("f16", "bf16")
 # Triton signature strings (triton.compile's ASTSource) per element type.
 SIGNATURE_TYPES = {"f64": "fp64", "f32": "fp32", "f16": "fp16", "bf16": "bf16", "i64": "i64", "i32": "i32",
@@ -247,7 +255,8 @@ class TritonRenderer:
         params = [f"in{n}" for n in range(len(a.inputs))] + [f"out{n}" for n in range(len(a.results))]
         if a.can_fail:
             params.append("failed")
-        # Sizes are 64-bit whatever their value (Triton would pass small ones as i32).
+        # Sizes arrive 64-bit whatever their value (one signature; Triton would
+        # pass small ones as i32) and are converted to INDEX in the kernel.
         params += [f"n{d}: tl.int64" for d, size in enumerate(a.domain) if size is None]
         params += [f"s{n}_{d}: tl.int64" for n, value in enumerate(a.inputs) for d in range(value.type.rank)]
         if self.sub_kernel:
@@ -255,6 +264,9 @@ class TritonRenderer:
         params.append("XBLOCK: tl.constexpr")
         if self.strategy == "looped":
             params.append("RBLOCK: tl.constexpr")
+        # The type of every index and offset: tl.int32 when the launcher
+        # finds every offset of this call below 2**31, else tl.int64.
+        params.append("INDEX: tl.constexpr")
         return params
 
     # -- the kernel -----------------------------------------------------
@@ -266,12 +278,18 @@ class TritonRenderer:
         for dim, size in enumerate(a.domain):
             self.names[a.arguments[a.rank + dim]] = f"n{dim}"
             self.axes[a.arguments[a.rank + dim]] = frozenset()
-            if size is not None:  # int64, as index arithmetic on extents must be
-                lines.append(f"    n{dim} = tl.full([], {size}, tl.int64)")
+            if size is not None:
+                lines.append(f"    n{dim} = tl.full([], {size}, INDEX)")
+            else:
+                lines.append(f"    n{dim} = n{dim}.to(INDEX)")
+        for number, value in enumerate(a.inputs):
+            strides = [f"s{number}_{d}" for d in range(value.type.rank)]
+            if strides:
+                lines.append(f"    {', '.join(strides)} = {', '.join(f'{n}.to(INDEX)' for n in strides)}")
         for number in range(len(a.inputs)):
             self.names[a.arguments[2 * a.rank + number]] = f"in{number}"
         xnumel = " * ".join(f"n{d}" for d in a.parallel) or "1"
-        pid = "pid * XBLOCK" if self.sub_kernel else "tl.program_id(0).to(tl.int64) * XBLOCK"
+        pid = "pid.to(INDEX) * XBLOCK" if self.sub_kernel else "tl.program_id(0).to(INDEX) * XBLOCK"
         if not a.reduce:
             lines.append(f"    x = {pid} + tl.arange(0, XBLOCK)")
         else:
@@ -439,8 +457,10 @@ class TritonRenderer:
         element = type_name(op.operation.operands[0].type)
         if element == "i1":
             return f"{operands[0]} {CMPI_UNSIGNED[predicate]} {operands[1]}"  # Triton's i1 is unsigned
-        unsigned = UNSIGNED["i64" if element == "index" else element]
-        a, b = (f"{x}.to({unsigned}, bitcast=True)" for x in operands)
+        if element == "index":  # INDEX may be 32 bits: compare as the 64-bit index it stands for
+            a, b = (f"{x}.to(tl.int64).to(tl.uint64, bitcast=True)" for x in operands)
+        else:
+            a, b = (f"{x}.to({UNSIGNED[element]}, bitcast=True)" for x in operands)
         return f"{a} {CMPI_UNSIGNED[predicate]} {b}"
 
     def op_tensor_extract(self, op, operands) -> str:
