@@ -44,9 +44,13 @@
 // TRITON-LABEL: function @pointwise: 1 kernel(s), triton
 // TRITON: import triton.language as tl
 // TRITON: @triton.jit
-// TRITON-NEXT: def add_0(in0, in1, out0, s0_0: tl.int64, s0_1: tl.int64, s1_0: tl.int64, s1_1: tl.int64, XBLOCK: tl.constexpr):
+// TRITON-NEXT: def add_0(in0, in1, out0, s0_0: tl.int64, s0_1: tl.int64, s1_0: tl.int64, s1_1: tl.int64, XBLOCK: tl.constexpr, INDEX: tl.constexpr):
 // TRITON-NEXT: # braze-translate.mlir:{{[0-9]+}}:8: domain [8, 16]
-// TRITON: x = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)
+// TRITON-NEXT: n0 = tl.full([], 8, INDEX)
+// TRITON-NEXT: n1 = tl.full([], 16, INDEX)
+// TRITON-NEXT: s0_0, s0_1 = s0_0.to(INDEX), s0_1.to(INDEX)
+// TRITON-NEXT: s1_0, s1_1 = s1_0.to(INDEX), s1_1.to(INDEX)
+// TRITON-NEXT: x = tl.program_id(0).to(INDEX) * XBLOCK + tl.arange(0, XBLOCK)
 // TRITON-NEXT: xmask = x < n0 * n1
 // TRITON-NEXT: i0 = x // n1
 // TRITON-NEXT: i1 = x % n1
@@ -84,8 +88,8 @@ func.func @pointwise(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>) -> tensor<8x16x
 // CPP-LABEL: function @row_sum: 1 kernel(s), cpu
 // CPP: reduction(+:v1_part)
 // TRITON-LABEL: function @row_sum: 1 kernel(s), triton
-// TRITON: def sum_0(in0, out0, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr):
-// TRITON: x = tl.program_id(0).to(tl.int64) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
+// TRITON: def sum_0(in0, out0, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr, INDEX: tl.constexpr):
+// TRITON: x = tl.program_id(0).to(INDEX) * XBLOCK + tl.arange(0, XBLOCK)[:, None]
 // TRITON-NEXT: xmask = x < n0
 // TRITON-NEXT: i0 = x
 // TRITON-NEXT: RBLOCK: tl.constexpr = 512
@@ -167,7 +171,7 @@ func.func @bf16(%x: tensor<16xbf16>) -> tensor<16xbf16> {
 // CUDA-NEXT: const float v2 = in1[i1];
 // CUDA-NEXT: const float v3 = v1 * v2;
 // TRITON-LABEL: function @broadcast: 1 kernel(s), triton
-// TRITON: def mul_0(in0, in1, out0, s0_0: tl.int64, s0_1: tl.int64, s1_0: tl.int64, XBLOCK: tl.constexpr):
+// TRITON: def mul_0(in0, in1, out0, s0_0: tl.int64, s0_1: tl.int64, s1_0: tl.int64, XBLOCK: tl.constexpr, INDEX: tl.constexpr):
 // TRITON: v2 = tl.load(in1 + i1 * s1_0, mask=xmask)
 func.func @broadcast(%a: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf32> {
   %s = braze.mul %a, %b : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>
@@ -183,9 +187,10 @@ func.func @broadcast(%a: tensor<8x16xf32>, %b: tensor<16xf32>) -> tensor<8x16xf3
 // CPP-LABEL: function @dynamic: 1 kernel(s), cpu
 // CPP: const int64_t n0 = sizes[0];
 // TRITON-LABEL: function @dynamic: 1 kernel(s), triton
-// TRITON: def neg_0(in0, out0, n0: tl.int64, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr):
+// TRITON: def neg_0(in0, out0, n0: tl.int64, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr, INDEX: tl.constexpr):
 // TRITON-NEXT: # braze-translate.mlir:{{[0-9]+}}:8: domain [?, 256]
-// TRITON-NEXT: n1 = tl.full([], 256, tl.int64)
+// TRITON-NEXT: n0 = n0.to(INDEX)
+// TRITON-NEXT: n1 = tl.full([], 256, INDEX)
 func.func @dynamic(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
   %y = braze.neg %x : tensor<?x256xf32>
   return %y : tensor<?x256xf32>
@@ -193,7 +198,7 @@ func.func @dynamic(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
 
 
 // TRITON-LABEL: function @looped_softmax: 1 kernel(s), triton
-// TRITON: def amax_sum_sub_0(in0, out0, n0: tl.int64, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+// TRITON: def amax_sum_sub_0(in0, out0, n0: tl.int64, s0_0: tl.int64, s0_1: tl.int64, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr, INDEX: tl.constexpr):
 // TRITON: v1_acc = tl.full([XBLOCK, RBLOCK], float("-inf"), tl.float32)
 // TRITON-NEXT: for roffset in range(0, rnumel, RBLOCK):
 // TRITON-NEXT: r = roffset + tl.arange(0, RBLOCK)[None, :]
