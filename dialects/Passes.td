@@ -185,7 +185,7 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
 def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> {
   let summary = "Lower braze.attention to braze.flash_attention, a generated kernel";
   let description = [{
-    On targets whose renderers spell `braze.flash_attention` (the CPU),
+    On targets whose renderers spell `braze.flash_attention` (the CPU, Triton),
     each `braze.attention` becomes one, with its schedule: `q_block` query
     rows per work item and `kv_block` keys per block of the online softmax,
     each at most the static extent it walks (a decode step's one query row

@@ -147,6 +147,9 @@ class KernelSpec:
     # their rows have unit stride and a row stride the BLAS accepts).
     extent_inputs: list = field(default_factory=list)
     blas_inputs: list = field(default_factory=list)
+    # A flash attention's schedule, (q_block, kv_block): the tile a GPU
+    # program starts its tuning from.
+    tile: tuple = ()
 
     @property
     def one_block_per_row(self) -> bool:

@@ -76,4 +76,5 @@ class AttentionAnalysis:
         spec.input_checks = self.input_checks
         spec.extent_inputs = self.extent_inputs
         spec.blas_inputs = [0, 1, 2]
+        spec.tile = (self.q_block, self.kv_block)
         return spec

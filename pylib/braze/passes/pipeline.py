@@ -393,7 +393,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
                          epilogue_fusion: bool = False, form_attention: bool = True,
                          flash_attention: bool | str = False, bucket_bytes: int = 0,
                          overlap_mode: str = "simple", overlap_machine: dict | None = None,
-                         overlap_max_inflight_bytes: int = 0) -> str:
+                         overlap_max_inflight_bytes: int = 0,
+                         attention_blocks: tuple[int, int] | None = None) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
@@ -403,7 +404,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     emitters spell braze.fused_gemm). `form_attention`: braze-form-attention
     first, before any fusion takes the softmax's ops; `flash_attention`:
     braze-lower-attention after it (for targets whose emitters spell
-    braze.flash_attention; "halves": f16/bf16 attentions too).
+    braze.flash_attention; "halves": f16/bf16 attentions too), with
+    `attention_blocks` = (q-block, kv-block) when given.
     `bucket_bytes`: merge small all_reduces into buckets of at most that
     many bytes (braze-bucket-collectives, before fusion, so the concat and
     the slices fuse like any other op); 0 leaves each one alone.
@@ -426,7 +428,10 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
         overlap_options.append(f"max-inflight-bytes={int(overlap_max_inflight_bytes)}")
     overlap_pass = f"braze-overlap{{{' '.join(overlap_options)}}}" if overlap_options else "braze-overlap"
     moves = f",{overlap_pass},{verify}" if overlap else ""
-    lower = "braze-lower-attention{halves=true}," if flash_attention == "halves" else "braze-lower-attention,"
+    lower_options = ["halves=true"] if flash_attention == "halves" else []
+    if attention_blocks:
+        lower_options += [f"q-block={int(attention_blocks[0])}", f"kv-block={int(attention_blocks[1])}"]
+    lower = f"braze-lower-attention{{{' '.join(lower_options)}}}," if lower_options else "braze-lower-attention,"
     attention = ("braze-form-attention," if form_attention else "") + (lower if flash_attention else "")
     return (f"braze-simplify,func.func({verify},{buckets}{attention}{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"
             f"func.func({verify}{moves})")

@@ -3,7 +3,13 @@
 `config_space(spec)` is a small set of launch configurations (XBLOCK,
 RBLOCK, num_warps, num_stages) around the kernel's schedule (the threads per
 block `braze-gpu-schedule` chose and the kernel's strategy); its first
-member is the schedule's own choice.
+member is the schedule's own choice. A tiled kernel's (`TileConfig`) are
+tiles: a fused GEMM's (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
+and its unfused alternative, torch's GEMM then the epilogue as a kernel,
+so that on a GPU the faster of fused and unfused runs (as Inductor
+decides); a flash attention's query rows and keys per block, from its
+schedule's (`q_block`, `kv_block`) first. Tiles never exceed what a static
+extent needs.
 
 `Tuner.choose` picks one per kernel and shape class (each dynamic extent
 rounded up to a power of two):
@@ -15,7 +21,8 @@ rounded up to a power of two):
   corrupt entry is timed again; configurations that fail are skipped, and
   when all fail the error lists each with its message.
 * in Triton's interpreter (no GPU, nothing to time) it takes the
-  configuration with the largest blocks, which runs the fewest programs.
+  configuration with the largest blocks, which runs the fewest programs
+  (a fused GEMM's tiled product: the kernel under test).
 
 In a distributed job every rank must launch the same configuration:
 `share_timings(comm)` (a `braze.comm` communicator) makes every tuner
@@ -39,6 +46,8 @@ from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError
 
 CACHE_FOLDER = "triton-tune"
+# The strategies of the tiled kernels (codegen/triton/gemm.py, attention.py).
+TILED = ("gemm", "attention")
 _shared_with = None  # the communicator tuners share their timings through
 
 
@@ -69,6 +78,75 @@ class Config:
         return f"{blocks} num_warps={self.num_warps} num_stages={self.num_stages}"
 
 
+@dataclass(frozen=True)
+class TileConfig:
+    """A tiled kernel's launch configuration: a fused GEMM's BLOCK_M x
+    BLOCK_N tile accumulated over BLOCK_K, or a flash attention's BLOCK_M
+    query rows by BLOCK_N keys (`block_k` None). `unfused`: the fused GEMM
+    run the other way, torch's GEMM (the vendor library) then the epilogue
+    as a kernel over its product in tiles of BLOCK_M x BLOCK_N
+    (codegen/triton/gemm.py)."""
+
+    block_m: int
+    block_n: int
+    block_k: int | None
+    num_warps: int
+    num_stages: int
+    unfused: bool = False
+
+    def launch_options(self, spec: KernelSpec) -> dict:
+        options = {"BLOCK_M": self.block_m, "BLOCK_N": self.block_n, "num_warps": self.num_warps,
+                   "num_stages": self.num_stages, "enable_fp_fusion": False}
+        if spec.strategy == "gemm":
+            options.update(BLOCK_K=self.block_k, PRODUCT_GIVEN=self.unfused)
+        return options
+
+    @property
+    def points(self) -> int:
+        """The points one program computes at a time."""
+        return self.block_m * self.block_n * (self.block_k or 1)
+
+    def __str__(self) -> str:
+        if self.unfused:
+            return (f"unfused: torch's GEMM, then the epilogue in BLOCK_M={self.block_m} BLOCK_N={self.block_n} "
+                    f"num_warps={self.num_warps}")
+        blocks = f"BLOCK_M={self.block_m} BLOCK_N={self.block_n}" + (f" BLOCK_K={self.block_k}" if self.block_k else "")
+        return f"{blocks} num_warps={self.num_warps} num_stages={self.num_stages}"
+
+
+# Fused GEMM tiles (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), after
+# Inductor's and Triton's tutorial's matmul configurations: large tiles for
+# large products, narrow ones for few rows (decode) or columns.
+GEMM_TILES = ((128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (64, 64, 32, 4, 4),
+              (128, 128, 64, 8, 3), (64, 64, 64, 4, 3), (32, 64, 64, 4, 4), (16, 64, 128, 4, 4))
+# Flash attention tiles (query rows, keys, num_warps, num_stages), after
+# Triton's fused-attention tutorial.
+ATTENTION_TILES = ((128, 64, 8, 3), (64, 64, 4, 3), (128, 32, 4, 3), (64, 32, 4, 2), (32, 32, 4, 2), (16, 64, 4, 2))
+
+
+def _fit(block: int, extent: int | None) -> int:
+    """`block` no larger than a static `extent` needs (`tl.dot`'s tiles are
+    at least 16)."""
+    return block if extent is None else max(16, min(block, 1 << max(0, extent - 1).bit_length()))
+
+
+def _tile_space(spec: KernelSpec) -> list[TileConfig]:
+    domain = spec.static_domain
+    if spec.strategy == "gemm":
+        m, n, k = domain[-3:]
+        configs = [TileConfig(_fit(bm, m), _fit(bn, n), _fit(bk, k), w, stages) for bm, bn, bk, w, stages in GEMM_TILES]
+        # The unfused alternative: the epilogue over torch's product, tiles of 64 x 64.
+        configs.append(TileConfig(_fit(64, m), _fit(64, n), _fit(32, k), 4, 1, unfused=True))
+        return list(dict.fromkeys(configs))
+    batch = spec.input_types[0].rank - 2
+    rows, keys = domain[batch], domain[batch + 2]  # L and S
+    q_block, kv_block = spec.tile
+    first = TileConfig(_fit(1 << max(0, q_block - 1).bit_length(), rows),
+                       _fit(1 << max(0, kv_block - 1).bit_length(), keys), None, 4, 2)
+    return list(dict.fromkeys([first] + [TileConfig(_fit(bm, rows), _fit(bn, keys), None, w, stages)
+                                         for bm, bn, w, stages in ATTENTION_TILES]))
+
+
 def _persistent_rblock(spec: KernelSpec) -> int:
     points = 1
     for d in spec.reduce:
@@ -76,8 +154,12 @@ def _persistent_rblock(spec: KernelSpec) -> int:
     return 1 << max(0, points - 1).bit_length()
 
 
-def config_space(spec: KernelSpec) -> list[Config]:
-    """The configurations to try for a kernel, the schedule's own first."""
+def config_space(spec: KernelSpec) -> list:
+    """The configurations to try for a kernel, the schedule's own first
+    (`TileConfig`s for a fused GEMM, the unfused alternative among them, and
+    a flash attention)."""
+    if spec.strategy in TILED:
+        return _tile_space(spec)
     warps = max(1, spec.threads // 32)
     neighbours = sorted({warps, max(1, warps // 2), min(16, warps * 2)}, key=lambda w: (w != warps, w))
     configs: list[Config] = []
@@ -97,6 +179,14 @@ def config_space(spec: KernelSpec) -> list[Config]:
     else:
         raise BrazeError(f"kernel {spec.name}: no Triton launch configurations for strategy {spec.strategy!r}")
     return list(dict.fromkeys(configs))
+
+
+def interpreter_choice(space: list):
+    """The interpreter's configuration (no GPU, nothing to time): the one
+    that runs the fewest programs, the largest blocks; a fused GEMM's tiled
+    product, not the library's (the kernel under test)."""
+    return max((c for c in space if not getattr(c, "unfused", False)),
+               key=lambda c: c.points if isinstance(c, TileConfig) else c.xblock * (c.rblock or 1))
 
 
 def shape_class(spec: KernelSpec, extents: list[int]) -> tuple[int, ...]:
@@ -135,7 +225,7 @@ class Tuner:
         space = config_space(spec)
         if device == "cpu" or not self.tune:
             # The interpreter: nothing to time, fewest programs; untuned: the schedule's.
-            return max(space, key=lambda c: c.xblock * (c.rblock or 1)) if device == "cpu" else space[0]
+            return interpreter_choice(space) if device == "cpu" else space[0]
         memo = (spec.name, source_hash, classes)
         if memo in self.chosen:
             return self.chosen[memo]
@@ -147,9 +237,9 @@ class Tuner:
         self.chosen[memo] = config
         return config
 
-    def _read(self, path: Path, space: list[Config]) -> Config | None:
+    def _read(self, path: Path, space: list) -> Config | TileConfig | None:
         try:
-            config = Config(**json.loads(path.read_text())["config"])
+            config = type(space[0])(**json.loads(path.read_text())["config"])
         except (OSError, ValueError, TypeError, KeyError):
             return None  # absent or corrupt: time it again
         return config if config in space else None

@@ -7,7 +7,9 @@ Two ways to run:
   host's torch tensors through numpy, so whole programs run here without a
   GPU. Triton 3.9's interpreter cannot call libdevice (its
   `create_extern_elementwise` raises NotImplementedError), so the loaded
-  module's `libdevice` is replaced by numpy stand-ins (`INTERPRETER_LIBDEVICE`).
+  module's `libdevice` is replaced by numpy stand-ins (`INTERPRETER_LIBDEVICE`);
+  its `tl.dot` multiplies bf16 operands as their bits, so they are widened
+  first (`_widen_bf16_dot_operands`).
 * on a CUDA or ROCm device: the program's tensors live on the device (the
   target's `run_device`), host ops run there through torch, and each kernel
   is launched on the current stream on the tensors in place.
@@ -30,8 +32,9 @@ import numpy as np
 import torch
 
 from braze.codegen.analysis import KernelSpec, combo_schedules
+from braze.codegen.triton import attention
 from braze.errors import BrazeError
-from braze.runtime.autotune import Config, Tuner, shape_class
+from braze.runtime.autotune import TILED, Config, TileConfig, Tuner, shape_class
 from braze.runtime.combo import ComboCall, launch_size
 from braze.runtime.executor import KernelCall, StepFactory, failure_flag
 
@@ -67,6 +70,30 @@ INTERPRETER_LIBDEVICE = types.SimpleNamespace(**{
         "rint": np.rint, "pow": np.power, "atan2": np.arctan2, "fmod": np.fmod}.items()})
 
 
+def _widen_bf16_dot_operands() -> None:
+    """Triton 3.9's interpreter multiplies bf16 `tl.dot` operands as the
+    uint16 words it stores them in; its `create_dot` is given operands
+    widened to float32 first (exact: a GPU's bf16 MMA multiplies exactly and
+    accumulates in f32 too). Done once per process."""
+    import triton.language as tl
+    from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+
+    create_dot = InterpreterBuilder.create_dot
+    if getattr(create_dot, "widens_bf16", False):
+        return
+
+    def widened(handle):
+        if handle.dtype.scalar != tl.bfloat16:
+            return handle
+        return TensorHandle((handle.data.astype(np.uint32) << 16).view(np.float32), tl.float32)
+
+    def create_dot_widening_bf16(self, a, b, d, input_precision, max_num_imprecise_acc):
+        return create_dot(self, widened(a), widened(b), d, input_precision, max_num_imprecise_acc)
+
+    create_dot_widening_bf16.widens_bf16 = True
+    InterpreterBuilder.create_dot = create_dot_widening_bf16
+
+
 def load_module(path: Path):
     """The kernels' module loaded from `path` (Triton reads the source of
     each @triton.jit function from it)."""
@@ -81,6 +108,7 @@ def load_module(path: Path):
         raise BrazeError(f"the Triton module {path} does not load: {error}") from None
     if interpreting():
         module.libdevice = INTERPRETER_LIBDEVICE
+        _widen_bf16_dot_operands()
     return module
 
 
@@ -153,17 +181,14 @@ class _TritonKernelCall(KernelCall):
         device = outputs[0].device if outputs else inputs[0].device
         failed = torch.zeros(1, dtype=torch.int32, device=device) if self.spec.can_fail else None
         classes = shape_class(self.spec, extents)
-        points = math.prod(extents)
-        # At least a persistent reduction's RBLOCK (its reduced points rounded up to a power of two).
-        persistent_rblock = 2 * math.prod(extents[d] for d in self.spec.reduce)
+        constants = self.constants(extents)
 
-        def run(config: Config, into=outputs, flag=failed):
-            arguments = kernel_arguments(self.spec, inputs, into, extents, flag)
-            index = index_type(inputs + into, points, config.xblock * (config.rblock or persistent_rblock))
-            self.function[(grid(self.spec, extents, config),)](*arguments, **config.launch_options(self.spec),
-                                                               INDEX=index)
+        def run(config, into=outputs, flag=failed):
+            arguments = kernel_arguments(self.spec, inputs, into, extents, flag) + self.more_arguments(config, inputs, into)
+            self.function[self.grid(extents, config)](*arguments, **constants, **self.index(config, inputs + into, extents),
+                                                      **config.launch_options(self.spec))
 
-        def scratch_run(config: Config):
+        def scratch_run(config):
             # Tuning runs write scratch results: a result may share an input's buffer.
             run(config, [torch.empty_like(t) for t in outputs],
                 None if failed is None else torch.zeros_like(failed))
@@ -177,6 +202,70 @@ class _TritonKernelCall(KernelCall):
             raise BrazeError(f"Triton could not run kernel {self.name} ({config}); its source is kept in "
                              f"{self.source_path}:\n{error}") from None
         return failure_flag(failed, self.culprit) if failed is not None else 0
+
+    def grid(self, extents: list, config: Config) -> tuple:
+        return (grid(self.spec, extents, config),)
+
+    def constants(self, extents: list) -> dict:
+        """The kernel's `tl.constexpr`s that follow from the extents."""
+        return {}
+
+    def more_arguments(self, config, inputs: list, outputs: list) -> list:
+        """Arguments after the kernel ABI's, for `config`."""
+        return []
+
+    def index(self, config, tensors: list, extents: list) -> dict:
+        """The kernel's `INDEX` for a launch over `tensors` with `config`
+        (codegen/triton/emitter.py: 32-bit offsets where they fit); a
+        persistent reduction's RBLOCK is below twice its reduced points."""
+        rblock = config.rblock or 2 * math.prod(extents[d] for d in self.spec.reduce)
+        return {"INDEX": index_type(tensors, math.prod(extents), config.xblock * rblock)}
+
+
+# CUDA's limit on the grid's second axis (the batch of a tiled kernel).
+GRID_Y_LIMIT = 65535
+
+
+class _TritonTiledCall(_TritonKernelCall):
+    """A fused GEMM (codegen/triton/gemm.py) or a flash attention
+    (codegen/triton/attention.py): a 2-D grid of tiles by batch; a fused
+    GEMM's unfused alternative computes the product with torch first."""
+
+    def __init__(self, function, spec: KernelSpec, op, slots: dict, tuner: Tuner, source_hash: str):
+        super().__init__(function, spec, op, slots, tuner, source_hash)
+        self.batch_dims = spec.input_types[0].rank - 2
+        self.gemm = spec.strategy == "gemm"
+        if self.gemm:
+            self.transpose = ("transpose_lhs" in op.attributes, "transpose_rhs" in op.attributes)
+            # With row statistics a program walks whole rows (the outputs come first, [B..., M, N]).
+            self.whole_rows = any(t.rank < spec.result_types[0].rank for t in spec.result_types)
+
+    def grid(self, extents: list, config: TileConfig) -> tuple[int, int]:
+        b = self.batch_dims
+        batches = math.prod(extents[:b])
+        if batches > GRID_Y_LIMIT:
+            raise BrazeError(f"kernel {self.name}: {batches} batches exceed the {GRID_Y_LIMIT} programs "
+                             f"of a grid's second axis")
+        tiles = -(-extents[b] // config.block_m)  # M, or L
+        if self.gemm and not self.whole_rows:
+            tiles *= -(-extents[b + 1] // config.block_n)
+        return tiles, batches
+
+    def constants(self, extents: list) -> dict:
+        return {} if self.gemm else attention.head_blocks(self.spec, extents)
+
+    def index(self, config, tensors: list, extents: list) -> dict:
+        return {}  # tiled kernels index in 64 bits
+
+    def more_arguments(self, config: TileConfig, inputs: list, outputs: list) -> list:
+        if not self.gemm:
+            return []
+        # The unfused alternative's product, by torch's GEMM ([B..., M, N], contiguous, in
+        # the operands' type); the fused kernel does not read it.
+        if not config.unfused:
+            return [outputs[0]]
+        lhs, rhs = (t.mT if transposed else t for t, transposed in zip(inputs[:2], self.transpose))
+        return [torch.matmul(lhs, rhs).contiguous()]
 
 
 class _TritonComboCall(ComboCall):
@@ -227,7 +316,8 @@ class TritonKernels(StepFactory):
         function = getattr(self.module, spec.name)
         # The tuning cache's key: the kernel's own text (not its module's).
         source_hash = hashlib.sha256(inspect.getsource(function.fn).encode()).hexdigest()
-        return _TritonKernelCall(function, spec, op, slots, self.tuner, source_hash)
+        call = _TritonTiledCall if spec.strategy in TILED else _TritonKernelCall
+        return call(function, spec, op, slots, self.tuner, source_hash)
 
     def combo_call(self, name: str, calls: list, op):
         return _TritonComboCall(getattr(self.module, name), name, calls, op)

@@ -78,17 +78,17 @@ class TargetOptions:
     force_arena: bool = False
     # Fuse each GEMM with the bias, pointwise chain and row statistics after
     # it (braze-epilogue-fusion; on targets whose emitters spell
-    # braze.fused_gemm: the CPU).
+    # braze.fused_gemm: the CPU, Triton).
     epilogue_fusion: bool = True
     # Form one braze.attention from softmax(q @ k^T * scale + mask) @ v
     # spelled out (braze-form-attention): the scores are never written out.
     form_attention: bool = True
     # Run each braze.attention as a generated flash-attention kernel
     # (braze-lower-attention; on targets whose emitters spell
-    # braze.flash_attention: the CPU) instead of the library's.
+    # braze.flash_attention: the CPU, Triton) instead of the library's.
     flash_attention: bool = True
     # ... f16/bf16 attentions too (off: they stay the library's, measured
-    # faster: docs/cpu.md).
+    # faster on the CPU: docs/cpu.md; Triton's default is on).
     flash_attention_halves: bool = False
     # Replay the whole program as one CUDA graph after a warm-up call
     # (runtime/cuda_graph.py; a program on a CUDA device with static shapes,
@@ -170,6 +170,9 @@ class Target:
     # Buffer arguments a combo kernel may take (braze-combo-kernels'
     # max-arguments); 0: its renderers do not spell braze.combo.
     combo_arguments = 0
+    # braze-lower-attention's (q-block, kv-block) for its renderers; None:
+    # the pass's defaults (measured on the CPU).
+    attention_blocks: tuple[int, int] | None = None
 
     def blas_kernels_missing(self) -> str | None:
         """Why this target's emitters cannot run the kernels built on a BLAS,
@@ -199,6 +202,7 @@ class Target:
                                         form_attention=options.form_attention,
                                         flash_attention=(options.flash_attention and blas_kernels
                                                          and ("halves" if options.flash_attention_halves else True)),
+                                        attention_blocks=self.attention_blocks,
                                         bucket_bytes=options.bucket_bytes, overlap_mode=options.overlap_mode,
                                         overlap_machine=options.overlap_machine,
                                         overlap_max_inflight_bytes=options.overlap_max_inflight_bytes)

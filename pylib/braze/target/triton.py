@@ -22,6 +22,9 @@ class TritonOptions(GpuOptions):
     # Time each kernel's launch configurations on the GPU the first time a
     # shape class is seen (runtime/autotune.py); False: the schedule's own.
     autotune: bool = True
+    # f16/bf16 attentions are generated kernels too: tl.dot reads halves
+    # natively and accumulates in f32.
+    flash_attention_halves: bool = True
 
 
 class TritonToolchain(Toolchain):
@@ -65,6 +68,12 @@ class TritonTarget(Target):
     schedule_target = "cuda"
     install = "pip install 'braze[triton]'"
     combo_arguments = 250
+    # Query rows and keys per block of braze-lower-attention's schedule: a
+    # tile of registers (the CPU's defaults are sized for its caches).
+    attention_blocks = (64, 64)
+
+    def blas_kernels_missing(self) -> str | None:
+        return None  # codegen/triton spells both with tl.dot
 
     def build(self, unit: Unit, options: TritonOptions) -> Built:
         from braze.runtime.autotune import Tuner
@@ -108,16 +117,24 @@ class TritonTarget(Target):
                 "interpreter on the CPU)")
 
 
+# The block sizes and switches kernels take as `tl.constexpr`s.
+CONSTEXPRS = ("XBLOCK", "RBLOCK", "BLOCK_M", "BLOCK_N", "BLOCK_K", "BLOCK_E", "BLOCK_EV", "PRODUCT_GIVEN")
+
+
 def signature(spec, config, index: str = "int32") -> tuple[dict, dict, dict]:
     """triton.compile's signature of a kernel (codegen/triton's parameter
     order), its constexprs and its compile options for launch `config`;
     `index`: its INDEX type ("int32" or "int64", a triton.language name)."""
     from braze.codegen.analysis import type_name
-    from braze.codegen.triton.emitter import SIGNATURE_TYPES
+    from braze.codegen.triton.attention import head_blocks
+    from braze.codegen.triton.emitter import SIGNATURE_TYPES, STRATEGIES
 
     options = config.launch_options(spec)
-    constants = {k: v for k, v in options.items() if k in ("XBLOCK", "RBLOCK")}
-    constants["INDEX"] = index
+    if spec.strategy == "attention":  # BLOCK_E and BLOCK_EV follow the head dims
+        options.update(head_blocks(spec, spec.static_domain))
+    constants = {k: v for k, v in options.items() if k in CONSTEXPRS}
+    if spec.strategy in STRATEGIES:  # a braze.kernel's index type (the tiled kernels index in 64 bits)
+        constants["INDEX"] = index
     types = {}
     for n, tensor in enumerate(spec.input_types):
         types[f"in{n}"] = "*" + SIGNATURE_TYPES[type_name(tensor.element_type)]
@@ -127,6 +144,8 @@ def signature(spec, config, index: str = "int32") -> tuple[dict, dict, dict]:
         types["failed"] = "*i32"
     types.update({f"n{d}": "i64" for d, size in enumerate(spec.static_domain) if size is None})
     types.update({f"s{n}_{d}": "i64" for n, tensor in enumerate(spec.input_types) for d in range(tensor.rank)})
+    if spec.strategy == "gemm":  # the unfused alternative's product, in the operands' type
+        types["product"] = types["in0"]
     types.update({name: "constexpr" for name in constants})
     return types, constants, {k: v for k, v in options.items() if k not in constants}
 

@@ -33,7 +33,9 @@ def main() -> int:
         spec.loader.exec_module(module)
         for k, kernel in enumerate(entry["kernels"]):
             # INDEX arrives by name: a triton.language type does not travel in JSON.
-            constexprs = dict(kernel["constexprs"], INDEX=getattr(triton.language, kernel["constexprs"]["INDEX"]))
+            constexprs = dict(kernel["constexprs"])
+            if "INDEX" in constexprs:
+                constexprs["INDEX"] = getattr(triton.language, constexprs["INDEX"])
             source = ASTSource(getattr(module, kernel["name"]), kernel["signature"], constexprs=constexprs)
             try:
                 compiled = triton.compile(source, target=gpu, options=kernel["options"])

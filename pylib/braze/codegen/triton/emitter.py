@@ -36,9 +36,14 @@ is what a GPU does fastest, and only the call's actual sizes and strides
   `arith.truncf` before stores): a half value that is not only stored is
   rounded to its type and back; stores convert to the result's type.
 
+A `braze.fused_gemm` and a `braze.flash_attention` are tiled `tl.dot`
+kernels of their own (codegen/triton/gemm.py, attention.py; the epilogue
+spelled by this module's rules), in the same module.
+
 `render_module(kernels, names)` returns the source and each kernel's
 `KernelSpec` (`strategy`: "points", "persistent" or "looped"; `threads`:
-the schedule's threads per block, from which the launcher's num_warps come).
+the schedule's threads per block, from which the launcher's num_warps come;
+"gemm" and "attention" for the tiled kernels).
 """
 
 from __future__ import annotations
@@ -614,6 +619,7 @@ def render_unit(kernels: list, combos: list, threads: int | None = None) -> tupl
     of `combos` as functions their combo's launch function calls), their
     specs by name, and per combo its launch function's name -> its
     sub-kernels."""
+    from braze.codegen.triton import attention, gemm
     from braze.codegen.triton.combo import render_combo
 
     parts = []
@@ -621,7 +627,15 @@ def render_unit(kernels: list, combos: list, threads: int | None = None) -> tupl
     helpers: set[str] = set()
     inside = {kernel for combo in combos for kernel in combo_kernels(combo)}
     names = {}
+    tiled = {"braze.fused_gemm": gemm.render, "braze.flash_attention": attention.render}
     for number, kernel in enumerate(kernels):
+        if kernel.operation.name in tiled:
+            source, spec, needed = tiled[kernel.operation.name](kernel, number)
+            parts.append(source)
+            helpers |= needed
+            specs[spec.name] = spec
+            names[kernel] = spec.name
+            continue
         analysis = KernelAnalysis(kernel, f"k{number}")
         analysis.name = f"{kernel_title(analysis)}_{number}"
         spec = analysis.spec()
