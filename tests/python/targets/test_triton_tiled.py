@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from conftest import need
 
 import braze
+import braze.reference
 from braze import target as targets
 from braze.codegen.triton.emitter import render_module
 from braze.runtime import autotune
@@ -46,7 +47,7 @@ def _compare(actual, expected, dtype):
 
 
 def _random(*shape, dtype=torch.float32, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
 
 
 # -- fused GEMMs ----------------------------------------------------------------
@@ -124,6 +125,52 @@ def test_the_unfused_alternative_matches_eager(interpreter, monkeypatch):
             function, shapes = GEMMS[case]
             args = tuple(_random(*shape, dtype=dtype, seed=n) for n, shape in enumerate(shapes))
             _check(function, args, dtype, fused_gemms=1)
+
+
+SCALED = """
+func.func @f(%x: tensor<?x19xf32>, %w: tensor<19x21xf32>, %sa: tensor<f32>, %sb: tensor<21xf32>,
+             %k: tensor<f32>) -> (tensor<?x21xf32>, tensor<?xf32>, tensor<?xf32>) {
+  %y, %s, %m = braze.fused_gemm %x, %w lhs_scale(%sa : tensor<f32>) rhs_scale(%sb : tensor<21xf32>)
+      extras(%k : tensor<f32>) indexing ["scalar"] accumulator f32 reductions ["add", "max"]
+      : (tensor<?x19xf32>, tensor<19x21xf32>) -> tensor<?x21xf32>, tensor<?xf32>, tensor<?xf32> {
+  ^bb0(%acc: f32, %c: f32):
+    %v = arith.addf %acc, %c : f32
+    %q = arith.mulf %v, %v : f32
+    braze.gemm_yield %v, %q, %v : f32, f32, f32
+  }
+  return %y, %s, %m : tensor<?x21xf32>, tensor<?xf32>, tensor<?xf32>
+}"""
+SCALED_RESIDUAL = """
+func.func @f(%a: tensor<2x4x8xbf16>, %b: tensor<2x4x16xbf16>, %sa: tensor<8xf32>, %sb: tensor<f32>,
+             %res: tensor<2x8x16xbf16>, %row: tensor<8xf32>, %k: tensor<f32>) -> tensor<2x8x16xbf16> {
+  %y = braze.fused_gemm %a, %b lhs_scale(%sa : tensor<8xf32>) rhs_scale(%sb : tensor<f32>)
+      extras(%res, %row, %k : tensor<2x8x16xbf16>, tensor<8xf32>, tensor<f32>) indexing ["mn", "m", "scalar"]
+      transpose_lhs accumulator f32 : (tensor<2x4x8xbf16>, tensor<2x4x16xbf16>) -> tensor<2x8x16xbf16> {
+  ^bb0(%acc: f32, %r: bf16, %m: f32, %s: f32):
+    %wide = arith.extf %r : bf16 to f32
+    %t = arith.mulf %acc, %s : f32
+    %u = arith.addf %t, %m : f32
+    %v = arith.addf %u, %wide : f32
+    %o = arith.truncf %v : f32 to bf16
+    braze.gemm_yield %o : bf16
+  }
+  return %y : tensor<2x8x16xbf16>
+}"""
+
+
+def test_hand_written_scales_extras_and_statistics_match_the_reference(interpreter):
+    """A per-tensor lhs scale and per-column rhs scales with a scalar extra
+    and both statistics; per-row lhs scales on a batched bf16 product with a
+    transposed lhs and (m, n), m and scalar extras."""
+    f32, bf16 = torch.float32, torch.bfloat16
+    for text, shapes in ((SCALED, [((5, 19), f32), ((19, 21), f32), ((), f32), ((21,), f32), ((), f32)]),
+                         (SCALED_RESIDUAL, [((2, 4, 8), bf16), ((2, 4, 16), bf16), ((8,), f32), ((), f32),
+                                            ((2, 8, 16), bf16), ((8,), f32), ((), f32)])):
+        inputs = [_random(*shape, dtype=dtype, seed=n) for n, (shape, dtype) in enumerate(shapes)]
+        compiled = braze.compile_mlir(text, target="triton")
+        assert compiled.stats["fused_gemms"] == 1
+        for out, expected in zip(compiled(*inputs), braze.reference.run(braze.parse(text), *inputs), strict=True):
+            _compare(out, expected, expected.dtype)
 
 
 def test_unsupported_operand_types_are_refused_by_name():
@@ -205,10 +252,11 @@ def test_dynamic_keys_and_a_decode_row(interpreter):
 
 
 # -- autotuning: fused against unfused --------------------------------------------
-def _tiled_specs(function, args):
+def _tiled_specs(function, args=None):
+    """The module and tiled kernels of `function` on `args` (or of IR text)."""
     triton = targets.get("triton")
-    program = braze.export(Apply(function), args)
-    _, kernels = kernel_form(program.module, triton.pipeline(triton.options({"combo_kernels": False})))
+    module = braze.parse(function) if isinstance(function, str) else braze.export(Apply(function), args).module
+    _, kernels = kernel_form(module, triton.pipeline(triton.options({"combo_kernels": False})))
     source, specs = render_module(kernels)
     return source, [spec for spec in specs.values() if spec.strategy in ("gemm", "attention")]
 
@@ -250,8 +298,8 @@ def test_the_tuner_takes_the_faster_of_fused_and_unfused(tmp_path, fastest):
 @pytest.mark.parametrize("gpu", ["cuda:90", "hip:gfx942"])
 def test_every_tiled_kernel_compiles_ahead_of_time(gpu):
     """At GPU sizes: an f32 fused GEMM and an f32 attention in every
-    configuration of their spaces; bf16, batched and row-statistics GEMMs
-    in their first and unfused ones; attentions with each mask kind, bf16
+    configuration of their spaces; bf16, batched, row-statistics and scaled
+    GEMMs in their first and unfused ones; attentions with each mask kind, bf16
     and grouped heads in their schedule's."""
     need("the triton target", targets.get("triton").compiler_missing())
 
@@ -269,7 +317,8 @@ def test_every_tiled_kernel_compiles_ahead_of_time(gpu):
                 (_sdpa(is_causal=True), _qkv(2, 4, 256, 256, 64, dtype=bf16), "first"),
                 (_sdpa(), _qkv(2, 4, 256, 256, 64) + (mask,), "first"),
                 (_sdpa(), _qkv(2, 4, 256, 256, 64) + (mask > -1,), "first"),
-                (_sdpa(enable_gqa=True), _qkv(2, 8, 256, 256, 64, kv_heads=2), "first")]
+                (_sdpa(enable_gqa=True), _qkv(2, 8, 256, 256, 64, kv_heads=2), "first"),
+                (SCALED, None, "first"), (SCALED_RESIDUAL, None, "first")]
     jobs = []
     for function, args, which in programs:
         source, (spec,) = _tiled_specs(function, args)
@@ -277,5 +326,5 @@ def test_every_tiled_kernel_compiles_ahead_of_time(gpu):
         chosen = space if which == "every" else [space[0]] + [c for c in space if getattr(c, "unfused", False)]
         jobs.append((source, [(spec, config) for config in chosen]))
     binaries = aot_compile(jobs, gpu)  # a refused kernel fails here, naming each
-    assert sum(len(kernels) for _, kernels in jobs) >= 25
+    assert sum(len(kernels) for _, kernels in jobs) >= 29
     assert all(b[:4] == b"\x7fELF" for module in binaries for b in module)

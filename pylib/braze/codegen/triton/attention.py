@@ -35,7 +35,7 @@ from __future__ import annotations
 from mlir import ir
 
 from braze.codegen.attention import AttentionAnalysis
-from braze.codegen.triton.emitter import TYPES, _source_lines
+from braze.codegen.triton.emitter import TYPES, source_lines, abi_parameters
 from braze.errors import BrazeError
 
 # Element types `tl.dot` takes here.
@@ -54,10 +54,7 @@ class AttentionRenderer:
 
     def parameters(self) -> list[str]:
         a = self.a
-        params = [f"in{n}" for n in range(len(a.inputs))] + ["out0"]
-        params += [f"n{d}: tl.int64" for d, size in enumerate(a.domain) if size is None]
-        params += [f"s{n}_{d}: tl.int64" for n, value in enumerate(a.inputs) for d in range(value.type.rank)]
-        return params + [f"{block}: tl.constexpr" for block in ("BLOCK_M", "BLOCK_N", "BLOCK_E", "BLOCK_EV")]
+        return abi_parameters(a.inputs, 1, False, a.domain) + [f"{block}: tl.constexpr" for block in ("BLOCK_M", "BLOCK_N", "BLOCK_E", "BLOCK_EV")]
 
     def _offset(self, number: int, index: list[tuple[int, str]]) -> str:
         """Input `number`'s element offset at (dim, index expression) pairs;
@@ -91,7 +88,7 @@ class AttentionRenderer:
         words = [w for w, on in (("causal", a.causal), ("gqa", a.gqa), ("masked rows NaN", a.masked_rows_nan)) if on]
         if a.mask is not None:
             words.insert(0, "boolean mask" if a.mask_element == "i1" else "additive mask")
-        lines = [f"    # {_source_lines(a.op.operation.location)}: flash attention [{shape}] ([B..., L, Ev, S, E"
+        lines = [f"    # {source_lines(a.op.operation.location)}: flash attention [{shape}] ([B..., L, Ev, S, E"
                  + (", Hk" if a.gqa else "") + "])" + "".join(f", {w}" for w in words)]
         for dim, size in enumerate(a.domain):
             if size is not None:

@@ -257,13 +257,7 @@ class TritonRenderer:
     # -- the kernel's parameters ---------------------------------------
     def parameters(self) -> list[str]:
         a = self.a
-        params = [f"in{n}" for n in range(len(a.inputs))] + [f"out{n}" for n in range(len(a.results))]
-        if a.can_fail:
-            params.append("failed")
-        # Sizes arrive 64-bit whatever their value (one signature; Triton would
-        # pass small ones as i32) and are converted to INDEX in the kernel.
-        params += [f"n{d}: tl.int64" for d, size in enumerate(a.domain) if size is None]
-        params += [f"s{n}_{d}: tl.int64" for n, value in enumerate(a.inputs) for d in range(value.type.rank)]
+        params = abi_parameters(a.inputs, len(a.results), a.can_fail, a.domain)
         if self.sub_kernel:
             params.append("pid")
         params.append("XBLOCK: tl.constexpr")
@@ -277,7 +271,7 @@ class TritonRenderer:
     # -- the kernel -----------------------------------------------------
     def render(self) -> str:
         a = self.a
-        lines = [f"    # {_source_lines(a.kernel.operation.location)}: domain "
+        lines = [f"    # {source_lines(a.kernel.operation.location)}: domain "
                  f"[{', '.join('?' if s is None else str(s) for s in a.domain)}]"
                  + (f" reduce {a.reduce}" if a.reduce else "")]
         for dim, size in enumerate(a.domain):
@@ -584,7 +578,21 @@ class TritonRenderer:
         lines.append(f"    {name} = {reduce.format(f'{name}_acc')}{final}")
 
 
-def _source_lines(location) -> str:
+def abi_parameters(inputs: list, results: int, can_fail: bool, domain: list) -> list[str]:
+    """The parameters every kernel starts with: its inputs (ir.Values), its
+    `results`, `failed` when it `can_fail`, the dynamic extents of `domain`,
+    every input's strides."""
+    params = [f"in{n}" for n in range(len(inputs))] + [f"out{n}" for n in range(results)]
+    if can_fail:
+        params.append("failed")
+    # Sizes arrive 64-bit whatever their value (one signature; Triton would
+    # pass small ones as i32); a braze.kernel converts them to its INDEX.
+    params += [f"n{d}: tl.int64" for d, size in enumerate(domain) if size is None]
+    params += [f"s{n}_{d}: tl.int64" for n, value in enumerate(inputs) for d in range(value.type.rank)]
+    return params
+
+
+def source_lines(location) -> str:
     """The file:line:col places of a (fused) location, once each."""
     places = re.findall(r'"([^"]*)":(\d+):(\d+)', str(location))
     if not places:

@@ -37,7 +37,7 @@ from mlir import ir
 
 from braze.codegen.analysis import type_name
 from braze.codegen.gemm import GemmAnalysis
-from braze.codegen.triton.emitter import HALF, TYPES, TritonRenderer, _source_lines, kernel_title
+from braze.codegen.triton.emitter import HALF, TYPES, TritonRenderer, source_lines, abi_parameters, kernel_title
 from braze.errors import BrazeError
 
 # Operand element types `tl.dot` takes here (f32 accumulation; f64 for f64).
@@ -81,12 +81,7 @@ class GemmRenderer:
 
     def parameters(self) -> list[str]:
         a = self.a
-        params = [f"in{n}" for n in range(len(a.inputs))] + [f"out{n}" for n in range(len(a.results))]
-        if a.can_fail:
-            params.append("failed")
-        params += [f"n{d}: tl.int64" for d, size in enumerate(a.domain) if size is None]
-        params += [f"s{n}_{d}: tl.int64" for n, value in enumerate(a.inputs) for d in range(value.type.rank)]
-        return params + ["product", "BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr",
+        return abi_parameters(a.inputs, len(a.results), a.can_fail, a.domain) + ["product", "BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr",
                          "PRODUCT_GIVEN: tl.constexpr"]
 
     # -- pieces ---------------------------------------------------------
@@ -176,7 +171,7 @@ class GemmRenderer:
         a = self.a
         shape = ", ".join("?" if s is None else str(s) for s in a.domain)
         layout = [word for word, on in (("lhs transposed", a.transpose_lhs), ("rhs transposed", a.transpose_rhs)) if on]
-        lines = [f"    # {_source_lines(a.op.operation.location)}: fused GEMM [{shape}] ([B..., M, N, K])"
+        lines = [f"    # {source_lines(a.op.operation.location)}: fused GEMM [{shape}] ([B..., M, N, K])"
                  + "".join(f", {word}" for word in layout)
                  + (f", row statistics {', '.join(a.kinds)} along N" if a.kinds else "")]
         for dim, size in enumerate(a.domain):
