@@ -242,8 +242,32 @@ def test_fully_masked_rows_are_zero_or_nan_as_in_eager(interpreter):
     assert torch.isnan(compiled(q, k, v, additive)[0, :, 2]).all()
 
 
-def test_dynamic_keys_and_a_decode_row(interpreter):
-    keys = torch.export.Dim("S", min=1, max=2048)
+def test_strided_broadcast_low_rank_and_nan_operands(interpreter):
+    """q a transposed view, k and v shared by every batch and head (size-1
+    dims read with stride 0); rank 2 and 3; a NaN query (its row NaN) and a
+    NaN key (every row NaN) as in eager."""
+    def transposed(x, k, v):
+        return F.scaled_dot_product_attention(x.transpose(1, 2), k, v)
+
+    _check(transposed, (_random(2, 33, 4, 16), _random(1, 1, 50, 16, seed=1), _random(1, 1, 50, 16, seed=2)),
+           flash_attentions=1)
+    for batch in ([], [3]):
+        _check(_sdpa(), tuple(_random(*batch, n, 8, seed=n) for n in (7, 11, 11)), flash_attentions=1)
+    q, k, v = _qkv(1, 2, 30, 70, 16)
+    q[0, 1, 5] = float("nan")
+    k[0, 0, 65] = float("nan")
+    _check(_sdpa(), (q, k, v), flash_attentions=1)
+
+
+def test_dynamic_lengths_and_a_decode_row(interpreter):
+    """One compile serves every L and S; a static L = 1 (a decode step)
+    takes a block of 16 rows, 15 of them masked."""
+    rows, keys = torch.export.Dim("L", min=1, max=2048), torch.export.Dim("S", min=1, max=2048)
+    q, k, v = _qkv(1, 2, 20, 30, 16)
+    compiled = _check(_sdpa(), (q, k, v), flash_attentions=1, dynamic_shapes=(({2: rows}, {2: keys}, {2: keys}),))
+    for l, s in ((1, 1), (5, 130), (40, 3)):
+        args = _qkv(1, 2, l, s, 16, seed=l + s)
+        _compare(compiled(*args), _sdpa()(*args), torch.float32)
     q, k, v = _qkv(1, 2, 1, 20, 16)
     compiled = _check(_sdpa(), (q, k, v), flash_attentions=1, dynamic_shapes=((None, {2: keys}, {2: keys}),))
     for s in (1, 63, 130):
