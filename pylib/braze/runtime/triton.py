@@ -184,9 +184,10 @@ class _TritonKernelCall(KernelCall):
         constants = self.constants(extents)
 
         def run(config, into=outputs, flag=failed):
-            arguments = kernel_arguments(self.spec, inputs, into, extents, flag) + self.more_arguments(config, inputs, into)
-            self.function[self.grid(extents, config)](*arguments, **constants, **self.index(config, inputs + into, extents),
-                                                      **config.launch_options(self.spec))
+            arguments = kernel_arguments(self.spec, inputs, into, extents, flag)
+            arguments += self.more_arguments(config, inputs, into)
+            index = self.index(config, inputs + into, extents)
+            self.function[self.grid(extents, config)](*arguments, **constants, **index, **config.launch_options(self.spec))
 
         def scratch_run(config):
             # Tuning runs write scratch results: a result may share an input's buffer.

@@ -176,7 +176,8 @@ def test_hand_written_scales_extras_and_statistics_match_the_reference(interpret
 def test_unsupported_operand_types_are_refused_by_name():
     text = """
 func.func @f(%x: tensor<8x16xi8>, %w: tensor<16x8xi8>) -> tensor<8x8xi32> {
-  %y = braze.fused_gemm %x, %w extras() indexing [] accumulator i32 : (tensor<8x16xi8>, tensor<16x8xi8>) -> tensor<8x8xi32> {
+  %y = braze.fused_gemm %x, %w extras() indexing [] accumulator i32
+      : (tensor<8x16xi8>, tensor<16x8xi8>) -> tensor<8x8xi32> {
   ^bb0(%acc: i32):
     braze.gemm_yield %acc : i32
   }

@@ -35,7 +35,8 @@ from __future__ import annotations
 from mlir import ir
 
 from braze.codegen.attention import AttentionAnalysis
-from braze.codegen.triton.emitter import TYPES, source_lines, abi_parameters
+from braze.codegen.triton.emitter import TYPES, abi_parameters, source_lines
+from braze.codegen.triton.gemm import batch_indices
 from braze.errors import BrazeError
 
 # Element types `tl.dot` takes here.
@@ -54,7 +55,8 @@ class AttentionRenderer:
 
     def parameters(self) -> list[str]:
         a = self.a
-        return abi_parameters(a.inputs, 1, False, a.domain) + [f"{block}: tl.constexpr" for block in ("BLOCK_M", "BLOCK_N", "BLOCK_E", "BLOCK_EV")]
+        tiles = [f"{name}: tl.constexpr" for name in ("BLOCK_M", "BLOCK_N", "BLOCK_E", "BLOCK_EV")]
+        return abi_parameters(a.inputs, 1, False, a.domain) + tiles
 
     def _offset(self, number: int, index: list[tuple[int, str]]) -> str:
         """Input `number`'s element offset at (dim, index expression) pairs;
@@ -93,11 +95,7 @@ class AttentionRenderer:
         for dim, size in enumerate(a.domain):
             if size is not None:
                 lines.append(f"    n{dim} = tl.full([], {size}, tl.int64)")
-        lines.append("    batch = tl.program_id(1).to(tl.int64)")
-        rest = "batch"
-        for d in reversed(range(b)):
-            lines.append(f"    i{d} = {rest} % n{d}" if d else f"    i{d} = {rest}")
-            rest = f"{rest} // n{d}" if d == b - 1 else f"({rest}) // n{d}"
+        lines += batch_indices(b)
         head = [(d, f"i{d}") for d in range(b)]
         kv_head = head
         if a.gqa:  # each key/value head serves `group` query heads

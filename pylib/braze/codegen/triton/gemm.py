@@ -37,11 +37,22 @@ from mlir import ir
 
 from braze.codegen.analysis import type_name
 from braze.codegen.gemm import GemmAnalysis
-from braze.codegen.triton.emitter import HALF, TYPES, TritonRenderer, source_lines, abi_parameters, kernel_title
+from braze.codegen.triton.emitter import HALF, TYPES, TritonRenderer, abi_parameters, kernel_title, source_lines
 from braze.errors import BrazeError
 
 # Operand element types `tl.dot` takes here (f32 accumulation; f64 for f64).
 DOT_TYPES = ("f32", "f16", "bf16", "f64")
+
+
+def batch_indices(dims: int) -> list[str]:
+    """The lines naming the program's `batch` (grid axis 1) and its indices
+    `i<d>` along the first `dims` domain dims, row-major."""
+    lines = ["    batch = tl.program_id(1).to(tl.int64)"]
+    rest = "batch"
+    for d in reversed(range(dims)):
+        lines.append(f"    i{d} = {rest} % n{d}" if d else f"    i{d} = {rest}")
+        rest = f"{rest} // n{d}" if d == dims - 1 else f"({rest}) // n{d}"
+    return lines
 
 
 class EpilogueRenderer(TritonRenderer):
@@ -81,8 +92,8 @@ class GemmRenderer:
 
     def parameters(self) -> list[str]:
         a = self.a
-        return abi_parameters(a.inputs, len(a.results), a.can_fail, a.domain) + ["product", "BLOCK_M: tl.constexpr", "BLOCK_N: tl.constexpr", "BLOCK_K: tl.constexpr",
-                         "PRODUCT_GIVEN: tl.constexpr"]
+        tiles = [f"{name}: tl.constexpr" for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "PRODUCT_GIVEN")]
+        return abi_parameters(a.inputs, len(a.results), a.can_fail, a.domain) + ["product"] + tiles
 
     # -- pieces ---------------------------------------------------------
     def _batch_base(self, number: int) -> str:
@@ -163,8 +174,8 @@ class GemmRenderer:
     def _stores(self, yielded: list, indent: str) -> list[str]:
         a = self.a
         batch = f"batch * n{a.m} * n{a.n} + " if a.batch else ""
-        return [f"{indent}tl.store(out{number} + {batch}m * n{a.n} + n, {self._stored(yielded[number])}, mask=tile_mask)"
-                for number in range(a.output_count)]
+        return [f"{indent}tl.store(out{number} + {batch}m * n{a.n} + n, {self._stored(yielded[number])}, "
+                "mask=tile_mask)" for number in range(a.output_count)]
 
     # -- the kernel -----------------------------------------------------
     def render(self) -> str:
@@ -178,14 +189,10 @@ class GemmRenderer:
             if size is not None:
                 lines.append(f"    n{dim} = tl.full([], {size}, tl.int64)")
         if a.batch:
-            lines.append("    batch = tl.program_id(1).to(tl.int64)")
-            rest = "batch"
-            for d in reversed(range(a.batch)):
-                lines.append(f"    i{d} = {rest} % n{d}" if d else f"    i{d} = {rest}")
-                rest = f"{rest} // n{d}" if d == a.batch - 1 else f"({rest}) // n{d}"
+            lines += batch_indices(a.batch)
         m_dim, n_dim = f"n{a.m}", f"n{a.n}"
         if a.kinds:
-            lines += [f"    m = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]",
+            lines += ["    m = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]",
                       f"    mask_m = m < {m_dim}"]
             lines += [self._statistic_start(s, kind) for s, kind in enumerate(a.kinds)]
             lines += [f"    for n_start in range(0, {n_dim}, BLOCK_N):",
