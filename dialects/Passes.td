@@ -377,6 +377,93 @@ include "LayoutPasses.td"
 // GPU scheduling
 //===----------------------------------------------------------------------===//
 
+def BrazeSplitReductions : Pass<"braze-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split a long reduction with few outputs into two kernels";
+  let description = [{
+    A reduction kernel with few outputs and many reduced points gives a GPU
+    few blocks to run (a sum of 4M elements to one value is one block
+    looping over them all). This pass rewrites such a kernel into two
+    `braze.kernel`s: the first computes partial reductions over `chunks`
+    runs of consecutive reduced points into an `[outputs..., chunks]`
+    intermediate per reduction, the second reduces the chunks and does the
+    original kernel's stores (with what they compute from the reductions).
+
+    A kernel is split when its parallel extents are static with at most
+    `max-outputs` points in all, its reduced extents are static with at
+    least `min-points` points, and `chunks` is at least 2, where `chunks`
+    is the power of two covering `target-rows / outputs` (enough rows to
+    fill a GPU's multiprocessors with blocks) but at most
+    `points / min-chunk` (each chunk keeps a block's threads busy). The
+    chunks are then evened out: every chunk but the last holds
+    `ceil(points / chunks)` points, and the points past the end of the last
+    are masked with the reduction's identity (0 for add and or, -inf or the
+    lowest integer for max and argmax, +inf or the highest for min, true
+    for and).
+
+    Every reduction kind is associative in the kernel form: add (floats
+    reassociate, as the GPU block tree already does), max and min (NaN
+    propagates through both stages), and, or, and argmax, whose partials
+    are each chunk's maximum and the global index of its first maximum;
+    the combining kernel takes the first chunk holding the overall maximum
+    (NaN counts as the maximum, ties go to the earlier chunk), so the
+    result is the first maximum, as in one kernel.
+
+    Only kernels where the split is sound are split; these are left as one
+    kernel (with `remarks=true`, a remark says why):
+    - a reduction that reads another's result (softmax's sum of
+      exp(x - max) needs the whole row's maximum before any chunk starts);
+    - a store per reduction point (a normalized row: each point needs the
+      row's reductions);
+    - a dynamic reduced extent (the chunked kernel would have to mask the
+      last chunk against an extent the kernel form carries only as a domain
+      dim).
+
+    ```mlir
+    %s = braze.kernel ins(%x : tensor<4194304xf32>) domain [4194304] reduce [0] : tensor<f32> {
+    ^bb0(%j: index, %nj: index, %a: tensor<4194304xf32>):
+      %v = tensor.extract %a[%j] : tensor<4194304xf32>
+      %r = braze.reduce "add" %v : f32 -> f32
+      braze.store %r, 0 [] : f32
+    }
+    ```
+    becomes
+    ```mlir
+    %p = braze.kernel ins(%x : tensor<4194304xf32>) domain [1024, 4096] reduce [1] : tensor<1024xf32> {
+    ^bb0(%c: index, %l: index, %nc: index, %nl: index, %a: tensor<4194304xf32>):
+      %j = (%c * 4096 + %l)
+      %v = tensor.extract %a[%j] : tensor<4194304xf32>
+      %r = braze.reduce "add" %v : f32 -> f32
+      braze.store %r, 0 [%c] : f32
+    }
+    %s = braze.kernel ins(%p : tensor<1024xf32>) domain [1024] reduce [0] : tensor<f32> {
+    ^bb0(%c: index, %nc: index, %q: tensor<1024xf32>):
+      %v = tensor.extract %q[%c] : tensor<1024xf32>
+      %r = braze.reduce "add" %v : f32 -> f32
+      braze.store %r, 0 [] : f32
+    }
+    ```
+    The GPU targets run it before `braze-combo-kernels` and
+    `braze-gpu-schedule` (which gives both kernels their launch shapes).
+  }];
+  let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"minPoints", "min-points", "int64_t", "65536",
+           "Split only reductions over at least this many points">,
+    Option<"maxOutputs", "max-outputs", "int64_t", "256",
+           "Split only reductions with at most this many outputs (parallel points)">,
+    Option<"targetRows", "target-rows", "int64_t", "1024",
+           "Rows (blocks) the partial kernel aims for over all outputs">,
+    Option<"minChunk", "min-chunk", "int64_t", "2048",
+           "Fewest reduced points per chunk">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for each kernel big enough to split that is left whole">,
+  ];
+  let statistics = [
+    Statistic<"numSplit", "split", "Kernels split in two">,
+  ];
+}
+
 def BrazeGpuSchedule : Pass<"braze-gpu-schedule", "::mlir::func::FuncOp"> {
   let summary = "Choose each kernel's GPU launch shape (a discardable attribute)";
   let description = [{

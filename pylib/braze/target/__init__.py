@@ -162,7 +162,8 @@ class Target:
     # What to install for its toolchain, e.g. "pip install 'braze[opencl]'".
     install = ""
     # Whether its kernels run on a GPU's threads and blocks: its pipeline
-    # then ends with braze-gpu-schedule (its options need `threads`).
+    # then runs braze-split-reductions and ends with braze-gpu-schedule (its
+    # options need `threads`).
     gpu = False
     # The `target` braze-gpu-schedule schedules for (its warp width), when
     # not the target's own name.
@@ -206,6 +207,9 @@ class Target:
                                         bucket_bytes=options.bucket_bytes, overlap_mode=options.overlap_mode,
                                         overlap_machine=options.overlap_machine,
                                         overlap_max_inflight_bytes=options.overlap_max_inflight_bytes)
+        if self.gpu:
+            # Before grouping and scheduling: both halves of a split are ordinary kernels.
+            pipeline += ",func.func(braze-split-reductions)"
         if options.combo_kernels and self.combo_arguments:
             pipeline += f",{combo_kernels_pass(self.combo_arguments)}"
         if self.gpu:

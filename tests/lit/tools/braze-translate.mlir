@@ -1,8 +1,9 @@
 // Tests that braze-translate prints each target's form of the kernel form:
 // a pointwise kernel, a row reduction (a block tree with barriers on GPUs, a
 // persistent reduction in Triton), a reduction over a non-innermost dim,
-// argmax, bf16 in and out, a broadcast input, a dynamic extent and (Triton)
-// a looped softmax. Captured IR goes through the target's pipeline.
+// argmax, bf16 in and out, a broadcast input, a dynamic extent, (Triton)
+// a looped softmax and a long sum split in two kernels. Captured IR goes
+// through the target's pipeline.
 
 // RUN: braze-translate --target=cuda %s | FileCheck %s --check-prefix=CUDA
 // RUN: braze-translate --target=hip %s | FileCheck %s --check-prefix=HIP
@@ -220,4 +221,39 @@ func.func @looped_softmax(%x: tensor<?x3000xf32>) -> tensor<?x3000xf32> {
   %s = braze.sum %e dims [1] keepdim : tensor<?x3000xf32> -> tensor<?x1xf32>
   %q = braze.div %e, %s : tensor<?x3000xf32>, tensor<?x1xf32> -> tensor<?x3000xf32>
   return %q : tensor<?x3000xf32>
+}
+
+// CUDA-LABEL: function @split_sum: 2 kernel(s), cuda
+// CUDA: braze_kernel_0(const float* __restrict__ in0, float* out0, const int64_t* sizes, int* failed) {
+// CUDA-NEXT: const int64_t n0 = 1024;
+// CUDA-NEXT: const int64_t n1 = 4096;
+// CUDA: const int reduce_points = n1;
+// CUDA: for (int64_t r = tid; r < reduce_points; r += 256) {
+// CUDA: if (tid == 0) { out0[i0] = v3; }
+// CUDA: braze_kernel_1(const float* __restrict__ in0, float* out0, const int64_t* sizes, int* failed) {
+// CUDA-NEXT: const int64_t n0 = 1024;
+// CUDA: if (tid == 0) { out0[0] = v1; }
+// HIP-LABEL: function @split_sum: 2 kernel(s), hip
+// HIP: braze_kernel_0(
+// HIP-NEXT: const int64_t n0 = 1024;
+// HIP-NEXT: const int64_t n1 = 4096;
+// HIP: braze_kernel_1(
+// HIP-NEXT: const int64_t n0 = 1024;
+// CL-LABEL: function @split_sum: 2 kernel(s), opencl
+// CL: __kernel void braze_kernel_0(
+// CL-NEXT: const int64_t n0 = 1024;
+// CL-NEXT: const int64_t n1 = 4096;
+// CL: __kernel void braze_kernel_1(
+// CL-NEXT: const int64_t n0 = 1024;
+// METAL-LABEL: function @split_sum: 2 kernel(s), metal
+// METAL: kernel void braze_kernel_0(
+// METAL-NEXT: const int64_t n0 = 1024;
+// METAL-NEXT: const int64_t n1 = 4096;
+// METAL: kernel void braze_kernel_1(
+// METAL-NEXT: const int64_t n0 = 1024;
+// CPP-LABEL: function @split_sum: 1 kernel(s), cpu
+// TRITON-LABEL: function @split_sum: 2 kernel(s), triton
+func.func @split_sum(%x: tensor<4194304xf32>) -> tensor<f32> {
+  %s = braze.sum %x dims [0] : tensor<4194304xf32> -> tensor<f32>
+  return %s : tensor<f32>
 }
