@@ -470,25 +470,54 @@ def BrazeGpuSchedule : Pass<"braze-gpu-schedule", "::mlir::func::FuncOp"> {
     Annotates every `braze.kernel` with `braze.schedule`, a dictionary that
     the GPU renderers honour (without it they choose their defaults):
 
-    - `strategy = "points"`: a kernel without reductions, one thread per point;
+    - `strategy = "points"`: a kernel without reductions, one thread per
+      point, or per `elements` consecutive points when its domain is static
+      with at least `vector-points` points (fewer, fuller threads; the
+      default 4 x 256 threads x 1024 blocks still fills a GPU); `elements`
+      is written only when above 1;
     - `strategy = "row_per_thread"`: a reduction whose rows are short (at most
       `short-row` reduction points, known statically): one thread computes a
       whole row, no shared memory, no barriers;
+    - `strategy = "warp_tree"`: a reduction whose rows are of medium length
+      (more than `short-row`, at most `warp-row` warps' worth of reduction
+      points, known statically): one warp per row, its lanes stride over
+      the points, then combine by warp shuffles; no shared memory, no
+      barriers. Not on opencl: sub-groups are an extension there
+      (cl_khr_subgroups, which PoCL's CPU device lacks) of a size the
+      device chooses, so OpenCL takes a block tree instead;
     - `strategy = "block_tree"`: one block per row, its threads stride over
       the reduction points, then a tree through shared memory;
-    - `threads`: threads per block, a power of two: `threads` for points and
-      short rows; for a block tree the smallest power of two covering the
-      row, at least the target's warp (`target`: 32 on cuda, opencl and metal,
-      64 on hip) and at most `threads`; `threads` when the row is dynamic.
+    - `threads`: threads per block, a power of two: `threads` for points,
+      short rows and warp trees (`threads / warp` rows per block); for a
+      block tree the smallest power of two covering the row, at least the
+      target's warp (`target`: 32 on cuda, opencl and metal, 64 on hip) and
+      at most `threads`; `threads` when the row is dynamic;
+    - `index_bits = 32` (written only then): the domain and every tensor the
+      kernel reads or writes are static with fewer than 2^31 - 2^24
+      elements (the margin covers the last block's threads past the end),
+      so extents, point numbers and element offsets fit an `int`; the
+      renderers index in 32 bits (and the runtime makes an input view that
+      reaches further than 2^31 elements contiguous first). Dynamic extents
+      keep 64 bits: the `braze.symbols` ranges of function arguments are not
+      traced to kernels' extents.
+
+    Long reductions with few outputs are split in two kernels before this
+    pass (`braze-split-reductions`), and adjacent reduced dims are merged
+    before it (`braze-collapse-dims`: the run ending at the last reduced
+    dim, where every tensor holds it as one contiguous run and the inner
+    extent is short). Dims are not reordered to put reduced dims innermost:
+    a reduction over outer dims keeps its layout.
 
     ```mlir
-    %s = braze.kernel ins(%x : tensor<4x64xf32>) domain [4, 64] reduce [1] : tensor<4xf32> {...}
+    %s = braze.kernel ins(%x : tensor<4x300xf32>) domain [4, 300] reduce [1] : tensor<4xf32> {...}
     ```
     becomes, under `braze-gpu-schedule{target=cuda}`,
     ```mlir
-    %s = braze.kernel ins(%x : tensor<4x64xf32>) domain [4, 64] reduce [1]
-        attributes {braze.schedule = {strategy = "block_tree", threads = 64 : i64}} : tensor<4xf32> {...}
+    %s = braze.kernel ins(%x : tensor<4x300xf32>) domain [4, 300] reduce [1]
+        attributes {braze.schedule = {index_bits = 32 : i64, strategy = "block_tree", threads = 256 : i64}}
+        : tensor<4xf32> {...}
     ```
+    and a row of 64 takes `strategy = "warp_tree", threads = 256`.
   }];
   let options = [
     Option<"target", "target", "std::string", "\"cuda\"",
@@ -497,6 +526,12 @@ def BrazeGpuSchedule : Pass<"braze-gpu-schedule", "::mlir::func::FuncOp"> {
            "Most threads per block (a power of two)">,
     Option<"shortRow", "short-row", "int64_t", "16",
            "Rows of at most this many reduction points take one thread each">,
+    Option<"elements", "elements", "int64_t", "4",
+           "Consecutive points per thread of a large pointwise kernel (a power of two)">,
+    Option<"vectorPoints", "vector-points", "int64_t", "1048576",
+           "Pointwise kernels of at least this many static points take `elements` per thread">,
+    Option<"warpRow", "warp-row", "int64_t", "4",
+           "Longer rows of at most this many warps' worth of reduction points take one warp each (0: none)">,
   ];
   let statistics = [
     Statistic<"numScheduled", "kernels", "Kernels annotated">,

@@ -138,9 +138,16 @@ class KernelSpec:
     can_fail: bool = False
     # GPU launch shape: threads per block (0: not a GPU kernel) and the
     # strategy: "points" (a thread per point), "block_tree" (a block per
-    # parallel point) or "row_per_thread" (a thread per parallel point).
+    # parallel point), "row_per_thread" (a thread per parallel point) or
+    # "warp_tree" (a warp of `warp` threads per parallel point); a
+    # pointwise kernel's thread takes `elements` consecutive points.
     threads: int = 0
     strategy: str = ""
+    warp: int = 0
+    elements: int = 1
+    # 32: the kernel indexes in 32 bits (the schedule proved every offset
+    # fits); the runtime then makes an input view reaching further contiguous.
+    index_bits: int = 64
     # A fused GEMM (codegen/gemm.py): per domain dim, the (input number,
     # dim) that holds its extent (a kernel takes dynamic extents as index
     # operands instead), and the inputs a BLAS reads (made contiguous unless
@@ -169,7 +176,9 @@ class KernelSpec:
             return rows
         if self.strategy == "row_per_thread":
             return -(-rows // self.threads)
-        return -(-math.prod(extents) // self.threads)
+        if self.strategy == "warp_tree":
+            return -(-rows // (self.threads // self.warp))
+        return -(-math.prod(extents) // (self.threads * self.elements))
 
     @property
     def work(self) -> int | None:

@@ -47,8 +47,24 @@ class CudaRenderer(GpuRenderer):
     # are limited alike.
     max_launch_parameters = 4096 // 8
 
+    warp = 32
+
     def launch_prefix(self, threads: int) -> str:
         return f'extern "C" __global__ void __launch_bounds__({threads})'
+
+    def shuffle_down(self, value: str, delta: str, c_type: str) -> str:
+        return self._shuffled("__shfl_down_sync(0xffffffffu, {}, " + delta + ")", value, c_type)
+
+    def broadcast_first(self, value: str, c_type: str) -> str:
+        return self._shuffled("__shfl_sync(0xffffffffu, {}, 0)", value, c_type)
+
+    @staticmethod
+    def _shuffled(call: str, value: str, c_type: str) -> str:
+        """`call` over `value`; the shuffles take 32 and 64-bit types, so
+        narrower integers travel as int."""
+        if c_type in ("int16_t", "int8_t", "uint16_t", "uint8_t", "bool"):
+            return f"({c_type}){call.format(f'(int){value}')}"
+        return call.format(value)
 
     def parameters(self) -> list[str]:
         # Inputs are read-only for the kernel's whole run: __restrict__ lets
@@ -63,5 +79,13 @@ class CudaRenderer(GpuRenderer):
 class HipRenderer(CudaRenderer):
     language = "HIP"
     extension = ".hip"
+    # AMD's wavefront on CDNA (gfx90a); HIP's shuffles take no mask.
+    warp = 64
     head = ("// braze HIP kernels: compile with hipcc --genco --offload-arch=<gfx> (HIP_PLATFORM=amd).\n"
             "#include <hip/hip_runtime.h>\n" + _MACROS)
+
+    def shuffle_down(self, value: str, delta: str, c_type: str) -> str:
+        return self._shuffled("__shfl_down({}, " + delta + ")", value, c_type)
+
+    def broadcast_first(self, value: str, c_type: str) -> str:
+        return self._shuffled("__shfl({}, 0)", value, c_type)

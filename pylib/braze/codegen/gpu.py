@@ -6,7 +6,10 @@ layout: extents, input strides, result dims) and `failed` (one int the
 kernel sets to 1 after an integer division by zero), as separate buffers.
 
 * Pointwise kernels: one thread per point of the domain, `threads` per
-  block, ceil(points / threads) blocks.
+  block, ceil(points / threads) blocks; with `elements` E in the schedule,
+  each thread takes E consecutive points in a loop of constant trip count
+  (which the compilers unroll) and there are
+  ceil(points / (threads * E)) blocks.
 * Kernels with reductions, by default: one block per parallel point (row). Each
   `braze.reduce` is one loop of the block's threads over the reduction
   points (thread t takes points t, t + threads, ...), recomputing the
@@ -16,10 +19,21 @@ kernel sets to 1 after an integer division by zero), as separate buffers.
   that exist once per row are written by thread 0.
 * Short rows, when `braze-gpu-schedule` says so (`strategy =
   "row_per_thread"`): one thread per row, which loops over the row alone.
+* Medium rows, when `braze-gpu-schedule` says so (`strategy =
+  "warp_tree"`): one warp (SIMD group) per row, `threads / warp` rows per
+  block. The warp's lanes stride over the row as a block's threads do, then
+  combine their partial results with shuffles down (lane t takes lane
+  t + s, for s = warp / 2 ... 1: the block tree's order over a warp, so NaN
+  and argmax ties come out alike), and lane 0's result is broadcast to the
+  warp. No shared memory, no barriers; a warp past the last row returns
+  whole. Only targets with warp shuffles (`warp` set) render it.
 
 A kernel's `braze.schedule` attribute (from `braze-gpu-schedule`) sets the
-strategy and the threads per block; without it: "points" or "block_tree",
-and the renderer's default threads. The launch shape is recorded in the
+strategy and the threads per block, and optionally `elements` (above) and
+`index_bits = 32` (extents, strides, points and offsets as `int` instead
+of `int64_t`: the schedule proved they fit); without it: "points" or
+"block_tree", the renderer's default threads, one point per thread and
+64-bit indexing. The launch shape is recorded in the
 kernel's `KernelSpec` (`threads`, `strategy`).
 
 A kernel rendered as a combo's sub-kernel (`launch_threads` given; see
@@ -49,7 +63,7 @@ GPU_PRELUDE = Path(__file__).with_name("gpu_prelude.h").read_text()
 SHARED_SIZES = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "int": 4, "int16_t": 2, "int8_t": 1,
                 "uint16_t": 2, "uint8_t": 1, "bool": 1}
 DEFAULT_THREADS = 256
-STRATEGIES = ("points", "block_tree", "row_per_thread")
+STRATEGIES = ("points", "block_tree", "row_per_thread", "warp_tree")
 
 STORAGE_TYPES = {
     "f32": "float", "f64": "double", "f16": "uint16_t", "bf16": "uint16_t",
@@ -89,6 +103,9 @@ class GpuRenderer(CStyleRenderer):
     barrier = ""
     local_id = ""  # this thread's number in its block
     block_id = ""  # the block's number in the grid
+    # Lanes of a warp (SIMD group) that shuffle_down and broadcast_first
+    # exchange values among; 0: the target renders no warp trees.
+    warp = 0
 
     def __init__(self, analysis: KernelAnalysis, threads: int = DEFAULT_THREADS,
                  launch_threads: int | None = None):
@@ -97,17 +114,41 @@ class GpuRenderer(CStyleRenderer):
         super().__init__(analysis)
         self.strategy = "block_tree" if analysis.reduce else "points"
         schedule = analysis.kernel.attributes["braze.schedule"] if "braze.schedule" in analysis.kernel.attributes else None
+        self.elements = 1  # consecutive points per thread of a pointwise kernel
+        self.index = "int64_t"  # the C type of extents, strides, points and offsets
         if schedule is not None:
             self.strategy = ir.StringAttr(schedule["strategy"]).value
             threads = ir.IntegerAttr(schedule["threads"]).value
+            if "elements" in schedule:
+                self.elements = ir.IntegerAttr(schedule["elements"]).value
+            if "index_bits" in schedule:
+                index_bits = ir.IntegerAttr(schedule["index_bits"]).value
+                if index_bits not in (32, 64):
+                    raise BrazeError(f"kernel {analysis.name}: schedule index_bits must be 32 or 64, got {index_bits}")
+                # Extents, strides, points and offsets all fit: 32-bit
+                # arithmetic (one instruction per multiply-add on GPUs).
+                self.index = "int" if index_bits == 32 else "int64_t"
             if (self.strategy == "points") != (not analysis.reduce) or self.strategy not in STRATEGIES:
                 raise BrazeError(f"kernel {analysis.name}: schedule strategy {self.strategy!r} does not fit a "
                                  f"kernel {'with' if analysis.reduce else 'without'} reductions")
         if threads < 1 or threads & (threads - 1):
             raise BrazeError(f"kernel {analysis.name}: threads per block must be a power of two, got {threads}")
+        if self.elements < 1 or self.elements & (self.elements - 1) or (self.elements > 1 and analysis.reduce):
+            raise BrazeError(f"kernel {analysis.name}: schedule elements must be a power of two, and 1 in a kernel "
+                             f"with reductions, got {self.elements}")
+        self.warp_tree = self.strategy == "warp_tree"
+        if self.warp_tree and not self.warp:
+            raise BrazeError(f"kernel {analysis.name}: the {self.language} renderer has no warp shuffles for "
+                             f"schedule strategy 'warp_tree' (schedule it with a block tree)")
+        if self.warp_tree and threads < self.warp:
+            raise BrazeError(f"kernel {analysis.name}: a warp tree needs at least a warp ({self.warp}) of threads "
+                             f"per block, got {threads}")
         self.threads = threads
         self.shared: list[tuple[str, str]] = []  # (C type, name): `threads` elements each
         self.tree = self.strategy == "block_tree"
+        # Threads that share a row (`tid` numbers them) and stride over its
+        # points: a block's in a block tree, a warp's in a warp tree.
+        self.row_threads = threads if self.tree else self.warp if self.warp_tree else 1
         self.sub_kernel = launch_threads is not None
         if self.sub_kernel and launch_threads < threads:
             raise BrazeError(f"kernel {analysis.name}: a combo launch of {launch_threads} threads per block "
@@ -122,6 +163,14 @@ class GpuRenderer(CStyleRenderer):
 
     def special_float(self, kind: str, c_type: str) -> str:
         return f"BZ_{kind.upper()}_{'F' if c_type == 'float' else 'D'}"
+
+    def shuffle_down(self, value: str, delta: str, c_type: str) -> str:
+        """`value` of the lane `delta` above this one in the warp."""
+        raise NotImplementedError
+
+    def broadcast_first(self, value: str, c_type: str) -> str:
+        """`value` of the warp's lane 0."""
+        raise NotImplementedError
 
     def failure(self, c_type: str) -> str:
         return f"(failed[0] = 1, ({c_type})0)"
@@ -191,35 +240,49 @@ class GpuRenderer(CStyleRenderer):
         for dim, size in enumerate(a.domain):
             self.names[a.arguments[a.rank + dim]] = f"n{dim}"
             self.names[a.arguments[dim]] = f"i{dim}"
-            head.append(f"  const int64_t n{dim} = {size if size is not None else f'sizes[{dim}]'};")
+            head.append(f"  const {self.index} n{dim} = {size if size is not None else f'sizes[{dim}]'};")
         for number, value in enumerate(a.inputs):
             self.names[a.arguments[2 * a.rank + number]] = f"in{number}"
             base = a.sizes_offset("input", number)
             for dim in range(value.type.rank - 1):
-                head.append(f"  const int64_t stride{number}_{dim} = sizes[{base + dim}];")
+                head.append(f"  const {self.index} stride{number}_{dim} = sizes[{base + dim}];")
         body: list[str] = []
         if not a.reduce:
             total = " * ".join(f"n{d}" for d in range(a.rank)) or "1"
-            body.append(f"  const int64_t point = (int64_t){self.block} * {self.threads} + {self.thread};")
-            body.append(self._past_the_end("point", total))
-            body += self._decode("point", a.parallel, "  ")
+            first = f"({self.index}){self.block} * {self.threads} + {self.thread}"
+            indent = "  "
+            if self.elements > 1:
+                body.append(f"  const {self.index} first = ({first}) * {self.elements};")
+                body.append(f"  for (int k = 0; k < {self.elements}; ++k) {{")
+                first, indent = "first + k", "    "
+            body.append(f"{indent}const {self.index} point = {first};")
+            body.append(indent + self._past_the_end("point", total).lstrip())
+            body += self._decode("point", a.parallel, indent)
             for op in a.ops:
                 if op.operation.name == "braze.store":
-                    body.append("  " + self.store_line(op))
+                    body.append(indent + self.store_line(op))
                 else:
-                    self.define(op, body, "  ")
+                    self.define(op, body, indent)
+            if self.elements > 1:
+                body.append("  }")
         else:
             if self.tree:
-                body.append(f"  const int64_t tid = {self.thread};")
-                body.append(f"  const int64_t point = {self.block};")
+                body.append(f"  const {self.index} tid = {self.thread};")
+                body.append(f"  const {self.index} point = {self.block};")
+            elif self.warp_tree:
+                rows = " * ".join(f"n{d}" for d in a.parallel) or "1"
+                body.append(f"  const {self.index} tid = {self.thread} % {self.warp};")
+                body.append(f"  const {self.index} point = ({self.index}){self.block} * {self.threads // self.warp} + "
+                            f"{self.thread} / {self.warp};")
+                body.append(self._past_the_end("point", rows))
             else:
                 rows = " * ".join(f"n{d}" for d in a.parallel) or "1"
-                body.append(f"  const int64_t point = (int64_t){self.block} * {self.threads} + {self.thread};")
+                body.append(f"  const {self.index} point = ({self.index}){self.block} * {self.threads} + {self.thread};")
                 body.append(self._past_the_end("point", rows))
             body += self._decode("point", a.parallel, "  ")
-            body.append(f"  const int64_t reduce_points = {' * '.join(f'n{d}' for d in a.reduce)};")
+            body.append(f"  const {self.index} reduce_points = {' * '.join(f'n{d}' for d in a.reduce)};")
             if self.points_bound != "reduce_points":
-                body.append(f"  const int64_t my_points = tid < {self.threads} ? reduce_points : 0;")
+                body.append(f"  const {self.index} my_points = tid < {self.threads} ? reduce_points : 0;")
             for op in a.ops:
                 name = op.operation.name
                 if name == "braze.reduce":
@@ -227,7 +290,7 @@ class GpuRenderer(CStyleRenderer):
                 elif name == "braze.store":
                     if not a.per_reduction_point(op):
                         line = self.store_line(op)
-                        body.append(f"  if (tid == 0) {{ {line} }}" if self.tree else f"  {line}")
+                        body.append(f"  if (tid == 0) {{ {line} }}" if self.row_threads > 1 else f"  {line}")
                 elif not a.is_full(op):
                     self.define(op, body, "  ")
             stores = a.final_stores
@@ -243,9 +306,9 @@ class GpuRenderer(CStyleRenderer):
         """Row-major indices `i<d>` of the number `linear` over `dims`."""
         if not dims:
             return []
-        lines = [f"{indent}int64_t {linear}_rest = {linear};"]
+        lines = [f"{indent}{self.index} {linear}_rest = {linear};"]
         for d in reversed(dims):
-            lines.append(f"{indent}const int64_t i{d} = {linear}_rest % n{d}; {linear}_rest /= n{d};")
+            lines.append(f"{indent}const {self.index} i{d} = {linear}_rest % n{d}; {linear}_rest /= n{d};")
         return lines
 
     def _stage_body(self, roots, before) -> list[str]:
@@ -256,10 +319,10 @@ class GpuRenderer(CStyleRenderer):
 
     def _over_reduction_points(self, lines: list[str]) -> list[str]:
         """`lines` in this thread's share of the reduction points."""
-        if self.tree:
-            out = [f"  for (int64_t r = tid; r < {self.points_bound}; r += {self.threads}) {{"]
+        if self.row_threads > 1:
+            out = [f"  for ({self.index} r = tid; r < {self.points_bound}; r += {self.row_threads}) {{"]
         else:
-            out = ["  for (int64_t r = 0; r < reduce_points; ++r) {"]
+            out = [f"  for ({self.index} r = 0; r < reduce_points; ++r) {{"]
         out += self._decode("r", self.a.reduce, "    ")
         out += ["    " + line for line in lines]
         return out + ["  }"]
@@ -281,6 +344,21 @@ class GpuRenderer(CStyleRenderer):
         out.append("  }")
         return out
 
+    def _warp_tree(self, combine: str, buffers: list[tuple[str, str]]) -> list[str]:
+        """Combines the lanes' partial results (`<buffer>_mine`) with
+        shuffles down, as `_tree` does through shared memory (`combine` over
+        `A(buffer)`, `B(buffer)` alike); `buffers` are (C type, name). Lane
+        0 then holds the row's result, which every lane takes."""
+        out = [f"  for (int s = {self.warp // 2}; s > 0; s >>= 1) {{"]
+        statement = combine
+        for c_type, buffer in buffers:
+            out.append(f"    const {c_type} {buffer}_other = {self.shuffle_down(f'{buffer}_mine', 's', c_type)};")
+            statement = statement.replace(f"A({buffer})", f"{buffer}_mine").replace(f"B({buffer})", f"{buffer}_other")
+        out.append(f"    {statement}")
+        out.append("  }")
+        out += [f"  {buffer}_mine = {self.broadcast_first(f'{buffer}_mine', c_type)};" for c_type, buffer in buffers]
+        return out
+
     def _reduce_stage(self, op, out: list[str]) -> None:
         result = op.operation.results[0]
         kind, value_type, name, inner, value, saved = self.open_reduce_stage(op, self._stage_body)
@@ -299,6 +377,9 @@ class GpuRenderer(CStyleRenderer):
             other, mine = f"B({buffer})", f"A({buffer})"
             take = (f"B({at}) >= 0 && (A({at}) < 0 || {self._better(other, mine, value_type)} || "
                     f"(({other} == {mine} || ({other} != {other} && {mine} != {mine})) && B({at}) < A({at})))")
+            if self.warp_tree:
+                out += self._warp_tree(f"if ({take}) {{ {mine} = {other}; A({at}) = B({at}); }}",
+                                       [(value_type, buffer), ("int64_t", at)])
             if not self.tree:
                 out.append(f"  const int64_t {name} = {at}_mine < 0 ? 0 : {at}_mine;")
                 return
@@ -313,8 +394,11 @@ class GpuRenderer(CStyleRenderer):
         out.append(f"  {acc_type} {buffer}_mine = {start};")
         out += self._over_reduction_points(
             inner + [f"{buffer}_mine = {combine.format(a=f'{buffer}_mine', b=f'({acc_type}){value}' if is_bool else value)};"])
+        combined = f"A({buffer}) = {combine.format(a=f'A({buffer})', b=f'B({buffer})')};"
         if self.tree:
-            out += self._tree(f"A({buffer}) = {combine.format(a=f'A({buffer})', b=f'B({buffer})')};", [buffer])
+            out += self._tree(combined, [buffer])
+        elif self.warp_tree:
+            out += self._warp_tree(combined, [(acc_type, buffer)])
         total = f"{buffer}[0]" if self.tree else f"{buffer}_mine"
         final = f"{total} != 0" if is_bool else total
         out.append(f"  const {self.compute_type(result.type)} {name} = {final};")
@@ -387,6 +471,9 @@ def render_unit(renderer_type, kernels: list, combos: list = (), prefix: str = "
         parts.append(renderer.render())
         spec = analysis.spec()
         spec.threads, spec.strategy = renderer.threads, renderer.strategy
+        spec.warp = renderer.warp if renderer.warp_tree else 0
+        spec.elements = renderer.elements
+        spec.index_bits = 32 if renderer.index == "int" else 64
         unit.kernels[analysis.name] = spec
     if combos:
         from braze.codegen.gpu_combo import render_combo

@@ -62,6 +62,15 @@ class MetalRenderer(GpuRenderer):
     block_id = "bz_bid"
     int64_min = "((int64_t)(-9223372036854775807L - 1))"
 
+    # Apple GPUs' SIMD group.
+    warp = 32
+
+    def shuffle_down(self, value: str, delta: str, c_type: str) -> str:
+        return f"simd_shuffle_down({value}, (ushort){delta})"
+
+    def broadcast_first(self, value: str, c_type: str) -> str:
+        return f"simd_broadcast({value}, (ushort)0)"
+
     def launch_parameters(self, params: list[str]) -> list[str]:
         params = [f"{p} [[buffer({n})]]" for n, p in enumerate(params)]
         return params + ["uint bz_tid [[thread_position_in_threadgroup]]",

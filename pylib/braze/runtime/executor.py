@@ -78,6 +78,14 @@ class _Step:
     release: tuple[int, ...] = ()
 
 
+def _last_offset(tensor: torch.Tensor) -> int:
+    """How many elements past its first a view's last element lies (a
+    kernel indexing in 32 bits reads only views within 2^31)."""
+    if tensor.numel() == 0:
+        return 0
+    return sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+
+
 class KernelCall:
     """One call of a compiled kernel: allocation, checks, then `launch`,
     which a target's step factory defines (see `StepFactory`)."""
@@ -163,6 +171,7 @@ class KernelCall:
                 contiguous = False
                 if not self.views_in_place or (
                         tensor.dim() and tensor.stride(-1) != 1 and tensor.shape[-1] != 1) or (
+                        self.spec.index_bits == 32 and _last_offset(tensor) >= 2**31) or (
                         number in self.blas_inputs and tensor.shape[-2] > 1
                         and tensor.stride(-2) < tensor.shape[-1]):
                     inputs[number] = tensor.contiguous()  # kernels (and BLAS) read rows in place

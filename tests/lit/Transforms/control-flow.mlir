@@ -84,7 +84,7 @@ func.func @branches(%i: tensor<i64>, %x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // COLLAPSE: braze.kernel ins(%{{.*}} : tensor<1024xf32>) domain [1024] reduce []
 // SCHEDULE-LABEL: func.func @loop
 // SCHEDULE: } do {
-// SCHEDULE: braze.kernel {{.*}} attributes {braze.schedule = {strategy = "points"
+// SCHEDULE: braze.kernel {{.*}} attributes {braze.schedule = {index_bits = 32 : i64, strategy = "points"
 func.func @loop(%zero: tensor<i64>, %x: tensor<16x64xf32>, %n: tensor<i64>) -> tensor<16x64xf32> {
   %k, %y = braze.while (%zero, %x) extra (%n)
       : (tensor<i64>, tensor<16x64xf32>, tensor<i64>) -> (tensor<i64>, tensor<16x64xf32>) condition {

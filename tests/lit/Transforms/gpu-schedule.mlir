@@ -1,18 +1,33 @@
 // RUN: braze-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(braze-gpu-schedule{target=cuda}))' | FileCheck %s
 // RUN: braze-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(braze-gpu-schedule{target=hip threads=128}))' | FileCheck %s --check-prefix=HIP
+// RUN: braze-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(braze-gpu-schedule{target=opencl}))' | FileCheck %s --check-prefix=CL
+// RUN: braze-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(braze-gpu-schedule{target=cuda warp-row=0}))' | FileCheck %s --check-prefix=NOWARP
 
-// Tests that a kernel without reductions takes one thread per point, and a
-// long static row a block tree sized to the row (at least a warp, at most
-// `threads`).
+// Tests that a kernel without reductions takes one thread per point, a row
+// of at most 4 warps' worth of points (128 on cuda, 256 on hip) a warp
+// tree of `threads` (a warp per row), and a longer static row a block tree
+// sized to the row (at least a warp, at most `threads`). OpenCL, which has
+// no warp shuffles here, and warp-row=0 take block trees instead. Every
+// kernel is static and small: 32-bit indexing.
 // CHECK-LABEL: func.func @shapes
-// CHECK: braze.kernel {{.*}} reduce [] attributes {braze.schedule = {strategy = "points", threads = 256 : i64}}
-// CHECK: braze.kernel {{.*}} reduce [1] attributes {braze.schedule = {strategy = "block_tree", threads = 64 : i64}}
-// CHECK: braze.kernel {{.*}} reduce [1] attributes {braze.schedule = {strategy = "block_tree", threads = 256 : i64}}
+// CHECK: braze.kernel {{.*}} reduce [] attributes {braze.schedule = {index_bits = 32 : i64, strategy = "points", threads = 256 : i64}}
+// CHECK: braze.kernel {{.*}} reduce [1] attributes {braze.schedule = {index_bits = 32 : i64, strategy = "warp_tree", threads = 256 : i64}}
+// CHECK: braze.kernel {{.*}} reduce [1] attributes {braze.schedule = {index_bits = 32 : i64, strategy = "block_tree", threads = 256 : i64}}
+// CHECK: braze.kernel {{.*}} reduce [1] attributes {braze.schedule = {index_bits = 32 : i64, strategy = "block_tree", threads = 256 : i64}}
 // HIP-LABEL: func.func @shapes
-// HIP: {strategy = "points", threads = 128 : i64}
-// HIP: {strategy = "block_tree", threads = 64 : i64}
-// HIP: {strategy = "block_tree", threads = 128 : i64}
-func.func @shapes(%x: tensor<4x40xf32>, %y: tensor<4x5000xf32>) -> (tensor<4x40xf32>, tensor<4xf32>, tensor<4xf32>) {
+// HIP: {index_bits = 32 : i64, strategy = "points", threads = 128 : i64}
+// HIP: {index_bits = 32 : i64, strategy = "warp_tree", threads = 128 : i64}
+// HIP: {index_bits = 32 : i64, strategy = "block_tree", threads = 128 : i64}
+// HIP: {index_bits = 32 : i64, strategy = "warp_tree", threads = 128 : i64}
+// CL-LABEL: func.func @shapes
+// CL: {index_bits = 32 : i64, strategy = "points", threads = 256 : i64}
+// CL: {index_bits = 32 : i64, strategy = "block_tree", threads = 64 : i64}
+// CL: {index_bits = 32 : i64, strategy = "block_tree", threads = 256 : i64}
+// CL: {index_bits = 32 : i64, strategy = "block_tree", threads = 256 : i64}
+// NOWARP-LABEL: func.func @shapes
+// NOWARP: {index_bits = 32 : i64, strategy = "points", threads = 256 : i64}
+// NOWARP: {index_bits = 32 : i64, strategy = "block_tree", threads = 64 : i64}
+func.func @shapes(%x: tensor<4x40xf32>, %y: tensor<4x5000xf32>, %z: tensor<4x129xf32>) -> (tensor<4x40xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %e = braze.kernel ins(%x : tensor<4x40xf32>) domain [4, 40] reduce [] : tensor<4x40xf32> {
   ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<4x40xf32>):
     %v = tensor.extract %a[%i, %j] : tensor<4x40xf32>
@@ -30,7 +45,13 @@ func.func @shapes(%x: tensor<4x40xf32>, %y: tensor<4x5000xf32>) -> (tensor<4x40x
     %r = braze.reduce "max" %v : f32 -> f32
     braze.store %r, 0 [%i] : f32
   }
-  return %e, %s, %t : tensor<4x40xf32>, tensor<4xf32>, tensor<4xf32>
+  %u = braze.kernel ins(%z : tensor<4x129xf32>) domain [4, 129] reduce [1] : tensor<4xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<4x129xf32>):
+    %v = tensor.extract %a[%i, %j] : tensor<4x129xf32>
+    %r = braze.reduce "add" %v : f32 -> f32
+    braze.store %r, 0 [%i] : f32
+  }
+  return %e, %s, %t, %u : tensor<4x40xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
 // -----
@@ -56,4 +77,33 @@ func.func @short_and_dynamic_rows(%x: tensor<?x10xf32>, %y: tensor<4x?xf32>, %n:
     braze.store %r, 0 [%i] : f32
   }
   return %s, %t : tensor<?xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Tests that a static pointwise kernel of at least 1M points takes 4 points
+// per thread, and that a tensor of 2^31 elements keeps 64-bit indexing.
+// CHECK-LABEL: func.func @large
+// CHECK: reduce [] attributes {braze.schedule = {elements = 4 : i64, index_bits = 32 : i64, strategy = "points", threads = 256 : i64}}
+// CHECK: reduce [] attributes {braze.schedule = {elements = 4 : i64, strategy = "points", threads = 256 : i64}}
+// CHECK: reduce [1] attributes {braze.schedule = {strategy = "block_tree", threads = 256 : i64}}
+func.func @large(%x: tensor<1048576xf32>, %y: tensor<65536x32768xi8>) -> (tensor<1048576xf32>, tensor<65536x32768xi8>, tensor<65536xi8>) {
+  %e = braze.kernel ins(%x : tensor<1048576xf32>) domain [1048576] reduce [] : tensor<1048576xf32> {
+  ^bb0(%i: index, %n: index, %a: tensor<1048576xf32>):
+    %v = tensor.extract %a[%i] : tensor<1048576xf32>
+    %w = math.exp %v : f32
+    braze.store %w, 0 [%i] : f32
+  }
+  %f = braze.kernel ins(%y : tensor<65536x32768xi8>) domain [65536, 32768] reduce [] : tensor<65536x32768xi8> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<65536x32768xi8>):
+    %v = tensor.extract %a[%i, %j] : tensor<65536x32768xi8>
+    braze.store %v, 0 [%i, %j] : i8
+  }
+  %g = braze.kernel ins(%y : tensor<65536x32768xi8>) domain [65536, 32768] reduce [1] : tensor<65536xi8> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<65536x32768xi8>):
+    %v = tensor.extract %a[%i, %j] : tensor<65536x32768xi8>
+    %r = braze.reduce "max" %v : i8 -> i8
+    braze.store %r, 0 [%i] : i8
+  }
+  return %e, %f, %g : tensor<1048576xf32>, tensor<65536x32768xi8>, tensor<65536xi8>
 }

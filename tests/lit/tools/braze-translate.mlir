@@ -2,8 +2,10 @@
 // a pointwise kernel, a row reduction (a block tree with barriers on GPUs, a
 // persistent reduction in Triton), a reduction over a non-innermost dim,
 // argmax, bf16 in and out, a broadcast input, a dynamic extent, (Triton)
-// a looped softmax and a long sum split in two kernels. Captured IR goes
-// through the target's pipeline.
+// a looped softmax, a long sum split in two kernels and a warp tree over
+// medium rows (a block tree on OpenCL). Captured IR goes through the
+// target's pipeline. Static kernels index in 32 bits on the GPU targets
+// (`int` extents, points and offsets), the dynamic one in 64.
 
 // RUN: braze-translate --target=cuda %s | FileCheck %s --check-prefix=CUDA
 // RUN: braze-translate --target=hip %s | FileCheck %s --check-prefix=HIP
@@ -24,7 +26,7 @@
 // CUDA-LABEL: function @pointwise: 1 kernel(s), cuda
 // CUDA: #ifdef __CUDACC_RTC__
 // CUDA: extern "C" __global__ void __launch_bounds__(256) braze_kernel_0(const float* in0, const float* in1, float* out0, const int64_t* sizes, int* failed) {
-// CUDA: const int64_t point = (int64_t)blockIdx.x * 256 + threadIdx.x;
+// CUDA: const int point = (int)blockIdx.x * 256 + threadIdx.x;
 // CUDA-NEXT: if (point >= n0 * n1) return;
 // CUDA: const float v3 = v1 + v2;
 // CUDA-NEXT: out0[(i0) * 16 + i1] = v3;
@@ -34,11 +36,11 @@
 // CL-LABEL: function @pointwise: 1 kernel(s), opencl
 // CL: #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 // CL: __kernel void braze_kernel_0(__global const float* in0, __global const float* in1, __global float* out0, __global const int64_t* sizes, __global int* failed) {
-// CL: const int64_t point = (int64_t)get_group_id(0) * 256 + get_local_id(0);
+// CL: const int point = (int)get_group_id(0) * 256 + get_local_id(0);
 // METAL-LABEL: function @pointwise: 1 kernel(s), metal
 // METAL: #include <metal_stdlib>
 // METAL: kernel void braze_kernel_0(device const float* in0 {{\[\[}}buffer(0)]], device const float* in1 {{\[\[}}buffer(1)]], device float* out0 {{\[\[}}buffer(2)]], device const int64_t* sizes {{\[\[}}buffer(3)]], device int* failed {{\[\[}}buffer(4)]], uint bz_tid {{\[\[}}thread_position_in_threadgroup]], uint bz_bid {{\[\[}}threadgroup_position_in_grid]]) {
-// METAL: const int64_t point = (int64_t)bz_bid * 32 + bz_tid;
+// METAL: const int point = (int)bz_bid * 32 + bz_tid;
 // CPP-LABEL: function @pointwise: 1 kernel(s), cpu
 // CPP: extern "C" int braze_kernel_0(void* const* buffers, const int64_t* sizes) {
 // CPP: #pragma omp simd
@@ -66,11 +68,11 @@ func.func @pointwise(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>) -> tensor<8x16x
 // CUDA-LABEL: function @row_sum: 1 kernel(s), cuda
 // CUDA: braze_kernel_0(const float* __restrict__ in0, float* out0, const int64_t* sizes, int* failed) {
 // CUDA: __shared__ float v1_s[256];
-// CUDA-NEXT: const int64_t tid = threadIdx.x;
-// CUDA-NEXT: const int64_t point = blockIdx.x;
-// CUDA: const int64_t reduce_points = n1;
+// CUDA-NEXT: const int tid = threadIdx.x;
+// CUDA-NEXT: const int point = blockIdx.x;
+// CUDA: const int reduce_points = n1;
 // CUDA-NEXT: float v1_s_mine = (float)0;
-// CUDA-NEXT: for (int64_t r = tid; r < reduce_points; r += 256) {
+// CUDA-NEXT: for (int r = tid; r < reduce_points; r += 256) {
 // CUDA: v1_s_mine = v1_s_mine + v2;
 // CUDA: v1_s[tid] = v1_s_mine;
 // CUDA-NEXT: __syncthreads();
@@ -107,11 +109,11 @@ func.func @row_sum(%x: tensor<4x300xf32>) -> tensor<4xf32> {
 }
 
 // CUDA-LABEL: function @column_sum: 1 kernel(s), cuda
-// CUDA: const int64_t n0 = 300;
-// CUDA-NEXT: const int64_t n1 = 4;
-// CUDA: const int64_t i1 = point_rest % n1; point_rest /= n1;
-// CUDA-NEXT: const int64_t reduce_points = n0;
-// CUDA: const int64_t i0 = r_rest % n0; r_rest /= n0;
+// CUDA: const int n0 = 300;
+// CUDA-NEXT: const int n1 = 4;
+// CUDA: const int i1 = point_rest % n1; point_rest /= n1;
+// CUDA-NEXT: const int reduce_points = n0;
+// CUDA: const int i0 = r_rest % n0; r_rest /= n0;
 // CUDA-NEXT: const float v2 = in0[i0 * stride0_0 + i1];
 // TRITON-LABEL: function @column_sum: 1 kernel(s), triton
 // TRITON: xmask = x < n1
@@ -225,35 +227,69 @@ func.func @looped_softmax(%x: tensor<?x3000xf32>) -> tensor<?x3000xf32> {
 
 // CUDA-LABEL: function @split_sum: 2 kernel(s), cuda
 // CUDA: braze_kernel_0(const float* __restrict__ in0, float* out0, const int64_t* sizes, int* failed) {
-// CUDA-NEXT: const int64_t n0 = 1024;
-// CUDA-NEXT: const int64_t n1 = 4096;
+// CUDA-NEXT: const int n0 = 1024;
+// CUDA-NEXT: const int n1 = 4096;
 // CUDA: const int reduce_points = n1;
-// CUDA: for (int64_t r = tid; r < reduce_points; r += 256) {
+// CUDA: for (int r = tid; r < reduce_points; r += 256) {
 // CUDA: if (tid == 0) { out0[i0] = v3; }
 // CUDA: braze_kernel_1(const float* __restrict__ in0, float* out0, const int64_t* sizes, int* failed) {
-// CUDA-NEXT: const int64_t n0 = 1024;
+// CUDA-NEXT: const int n0 = 1024;
 // CUDA: if (tid == 0) { out0[0] = v1; }
 // HIP-LABEL: function @split_sum: 2 kernel(s), hip
 // HIP: braze_kernel_0(
-// HIP-NEXT: const int64_t n0 = 1024;
-// HIP-NEXT: const int64_t n1 = 4096;
+// HIP-NEXT: const int n0 = 1024;
+// HIP-NEXT: const int n1 = 4096;
 // HIP: braze_kernel_1(
-// HIP-NEXT: const int64_t n0 = 1024;
+// HIP-NEXT: const int n0 = 1024;
 // CL-LABEL: function @split_sum: 2 kernel(s), opencl
 // CL: __kernel void braze_kernel_0(
-// CL-NEXT: const int64_t n0 = 1024;
-// CL-NEXT: const int64_t n1 = 4096;
+// CL-NEXT: const int n0 = 1024;
+// CL-NEXT: const int n1 = 4096;
 // CL: __kernel void braze_kernel_1(
-// CL-NEXT: const int64_t n0 = 1024;
+// CL-NEXT: const int n0 = 1024;
 // METAL-LABEL: function @split_sum: 2 kernel(s), metal
 // METAL: kernel void braze_kernel_0(
-// METAL-NEXT: const int64_t n0 = 1024;
-// METAL-NEXT: const int64_t n1 = 4096;
+// METAL-NEXT: const int n0 = 1024;
+// METAL-NEXT: const int n1 = 4096;
 // METAL: kernel void braze_kernel_1(
-// METAL-NEXT: const int64_t n0 = 1024;
+// METAL-NEXT: const int n0 = 1024;
 // CPP-LABEL: function @split_sum: 1 kernel(s), cpu
 // TRITON-LABEL: function @split_sum: 2 kernel(s), triton
 func.func @split_sum(%x: tensor<4194304xf32>) -> tensor<f32> {
   %s = braze.sum %x dims [0] : tensor<4194304xf32> -> tensor<f32>
   return %s : tensor<f32>
+}
+
+// CUDA-LABEL: function @warp_rows: 1 kernel(s), cuda
+// CUDA: extern "C" __global__ void __launch_bounds__(256) braze_kernel_0(
+// CUDA-NOT: __shared__
+// CUDA: const int tid = threadIdx.x % 32;
+// CUDA-NEXT: const int point = (int)blockIdx.x * 8 + threadIdx.x / 32;
+// CUDA-NEXT: if (point >= n0) return;
+// CUDA: for (int r = tid; r < reduce_points; r += 32) {
+// CUDA: for (int s = 16; s > 0; s >>= 1) {
+// CUDA-NEXT: const float v1_s_other = __shfl_down_sync(0xffffffffu, v1_s_mine, s);
+// CUDA-NEXT: v1_s_mine = v1_s_mine + v1_s_other;
+// CUDA-NEXT: }
+// CUDA-NEXT: v1_s_mine = __shfl_sync(0xffffffffu, v1_s_mine, 0);
+// CUDA-NEXT: const float v1 = v1_s_mine;
+// CUDA-NEXT: if (tid == 0) { out0[i0] = v1; }
+// CUDA-NOT: __syncthreads
+// HIP-LABEL: function @warp_rows: 1 kernel(s), hip
+// HIP: const int tid = threadIdx.x % 64;
+// HIP-NEXT: const int point = (int)blockIdx.x * 4 + threadIdx.x / 64;
+// HIP: for (int s = 32; s > 0; s >>= 1) {
+// HIP-NEXT: const float v1_s_other = __shfl_down(v1_s_mine, s);
+// HIP: v1_s_mine = __shfl(v1_s_mine, 0);
+// CL-LABEL: function @warp_rows: 1 kernel(s), opencl
+// CL: __local float v1_s[64];
+// CL: barrier(CLK_LOCAL_MEM_FENCE);
+// METAL-LABEL: function @warp_rows: 1 kernel(s), metal
+// METAL: const int tid = bz_tid % 32;
+// METAL-NEXT: const int point = (int)bz_bid * 1 + bz_tid / 32;
+// METAL: const float v1_s_other = simd_shuffle_down(v1_s_mine, (ushort)s);
+// METAL: v1_s_mine = simd_broadcast(v1_s_mine, (ushort)0);
+func.func @warp_rows(%x: tensor<6x40xf32>) -> tensor<6xf32> {
+  %s = braze.sum %x dims [1] : tensor<6x40xf32> -> tensor<6xf32>
+  return %s : tensor<6xf32>
 }

@@ -2,6 +2,8 @@
 run on the CPU: the Metal target's check on machines without Apple's
 compiler and GPU. Each threadgroup is emulated by real threads (one per
 Metal thread) that meet at a real barrier; groups run one after another.
+SIMD-group shuffles (a warp tree's) exchange values through slots that the
+32 threads of each SIMD group share, between two barriers of their own.
 docs/targets.md says what this proves and what it does not."""
 
 from __future__ import annotations
@@ -22,6 +24,20 @@ _HARNESS_HEAD = """#include "metal_stdlib"
 #include <vector>
 static thread_local std::barrier<>* bz_group_barrier = nullptr;
 void metal::threadgroup_barrier(metal::mem_flags) { bz_group_barrier->arrive_and_wait(); }
+// A SIMD group of 32 threads: the slots its lanes exchange values through.
+struct bz_simd_group {
+  std::barrier<> meeting{32};
+  uint64_t slots[32];
+};
+static thread_local bz_simd_group* bz_simd = nullptr;
+static thread_local uint bz_lane = 0;
+uint metal::bz_simd_lane() { return bz_lane; }
+void metal::bz_simd_exchange(void* value, size_t size, uint lane) {
+  std::memcpy(&bz_simd->slots[bz_lane], value, size);
+  bz_simd->meeting.arrive_and_wait();
+  if (lane < 32) std::memcpy(value, &bz_simd->slots[lane], size);
+  bz_simd->meeting.arrive_and_wait();  // every lane has read before the slots are written again
+}
 """
 
 
@@ -51,13 +67,17 @@ extern "C" int bz_run_{name}(void* const* buffers, const int64_t* sizes, int64_t
   int failed = 0;
   for (int64_t group = 0; group < groups; ++group) {{
     std::barrier<> meeting({threads});
+    std::vector<bz_simd_group> simd_groups({-(-threads // 32)});
     std::vector<std::thread> threads;
     for (uint thread = 0; thread < {threads}; ++thread)
       threads.emplace_back([&, thread] {{
         bz_group_barrier = &meeting;
+        bz_simd = &simd_groups[thread / 32];
+        bz_lane = thread % 32;
         {name}({arguments}, sizes, &failed, thread, (uint)group);
         // A thread that returned early (past the last point) no longer takes part.
         meeting.arrive_and_drop();
+        bz_simd->meeting.arrive_and_drop();
       }});
     for (auto& t : threads) t.join();
   }}
