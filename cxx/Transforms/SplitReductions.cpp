@@ -162,6 +162,8 @@ struct SplitReductionsPass
   /// combined (empty: they can).
   static std::string whyNotSplittable(KernelOp kernel) {
     Block &body = kernel.getBody().front();
+    if (body.getOps<ReduceOp>().empty())
+      return "it has no braze.reduce (nothing to compute in parts)";
     // Values that vary over the reduction points.
     llvm::SmallPtrSet<Value, 32> full;
     for (int64_t dim : kernel.getReduce())

@@ -113,13 +113,13 @@ func.func @two_reduced_dims(%x: tensor<512x256x2xf32>) -> (tensor<2xi1>, tensor<
 // -----
 
 // Tests that a softmax's kernel (its sum reads the row's maximum, and it
-// stores per point), a dynamic reduced extent and a row read per point
-// are left whole, each with a remark; a short row and many outputs are
-// left whole silently.
+// stores per point), a dynamic reduced extent, a row read per point and a
+// kernel with reduction dims but no reduction are left whole, each with a
+// remark; a short row and many outputs are left whole silently.
 // CHECK-LABEL: func.func @left_whole
-// CHECK-COUNT-5: braze.kernel
+// CHECK-COUNT-6: braze.kernel
 // CHECK-NOT: braze.kernel
-func.func @left_whole(%x: tensor<2x100000xf32>, %y: tensor<?xf32>, %n: index, %z: tensor<1024x1024xf32>, %short: tensor<2x1000xf32>) -> (tensor<2xf32>, tensor<f32>, tensor<2x100000xf32>, tensor<2xf32>, tensor<1024xf32>) {
+func.func @left_whole(%x: tensor<2x100000xf32>, %y: tensor<?xf32>, %n: index, %z: tensor<1024x1024xf32>, %short: tensor<2x1000xf32>) -> (tensor<2xf32>, tensor<f32>, tensor<2x100000xf32>, tensor<2xf32>, tensor<1024xf32>, tensor<2xf32>) {
   // expected-remark @+1 {{not split: a reduction reads another one's result (as softmax's sum of exp(x - max) does); left as one kernel (a block tree)}}
   %a = braze.kernel ins(%x : tensor<2x100000xf32>) domain [2, 100000] reduce [1] : tensor<2xf32> {
   ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<2x100000xf32>):
@@ -157,5 +157,12 @@ func.func @left_whole(%x: tensor<2x100000xf32>, %y: tensor<?xf32>, %n: index, %z
     %s = braze.reduce "add" %v : f32 -> f32
     braze.store %s, 0 [%i] : f32
   }
-  return %a, %b, %c, %d, %e : tensor<2xf32>, tensor<f32>, tensor<2x100000xf32>, tensor<2xf32>, tensor<1024xf32>
+  // expected-remark @+1 {{not split: it has no braze.reduce (nothing to compute in parts); left as one kernel (a block tree)}}
+  %f = braze.kernel ins(%x : tensor<2x100000xf32>) domain [2, 100000] reduce [1] : tensor<2xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<2x100000xf32>):
+    %c0 = arith.constant 0 : index
+    %v = tensor.extract %t[%i, %c0] : tensor<2x100000xf32>
+    braze.store %v, 0 [%i] : f32
+  }
+  return %a, %b, %c, %d, %e, %f : tensor<2xf32>, tensor<f32>, tensor<2x100000xf32>, tensor<2xf32>, tensor<1024xf32>, tensor<2xf32>
 }
