@@ -267,3 +267,26 @@ def test_the_runtime_measures_how_far_a_view_reaches():
     assert _last_offset(view) == 2**31 + 3
     assert _last_offset(torch.empty(0, 5, device="meta")) == 0
     assert _last_offset(torch.empty(3, 1, device="meta").expand(3, 1000)) == 2
+
+
+def test_a_warp_tree_schedule_given_to_opencl_is_refused():
+    """braze-gpu-schedule never gives OpenCL a warp tree; one written by hand
+    is an error naming the renderer, not a kernel without its reduction."""
+    from braze.codegen import emit_kernels
+
+    text = """
+    func.func @f(%x: tensor<4x40xf32>) -> tensor<4xf32> {
+      %s = braze.kernel ins(%x : tensor<4x40xf32>) domain [4, 40] reduce [1]
+          attributes {braze.schedule = {strategy = "warp_tree", threads = 64 : i64}} : tensor<4xf32> {
+      ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<4x40xf32>):
+        %v = tensor.extract %a[%i, %j] : tensor<4x40xf32>
+        %r = braze.reduce "add" %v : f32 -> f32
+        braze.store %r, 0 [%i] : f32
+      }
+      return %s : tensor<4xf32>
+    }"""
+    module = parse(text)
+    func = next(iter(module.mlir_module.body.operations))
+    with pytest.raises(braze.BrazeError, match="the OpenCL C renderer has no warp shuffles"):
+        emit_kernels(function_operations(func), "opencl")
+    assert "__shfl_down_sync" in emit_kernels(function_operations(func), "cuda").source
