@@ -493,13 +493,16 @@ def BrazeGpuSchedule : Pass<"braze-gpu-schedule", "::mlir::func::FuncOp"> {
       target's warp (`target`: 32 on cuda, opencl and metal, 64 on hip) and
       at most `threads`; `threads` when the row is dynamic;
     - `index_bits = 32` (written only then): the domain and every tensor the
-      kernel reads or writes are static with fewer than 2^31 - 2^24
-      elements (the margin covers the last block's threads past the end),
-      so extents, point numbers and element offsets fit an `int`; the
-      renderers index in 32 bits (and the runtime makes an input view that
-      reaches further than 2^31 elements contiguous first). Dynamic extents
-      keep 64 bits: the `braze.symbols` ranges of function arguments are not
-      traced to kernels' extents.
+      kernel reads or writes have fewer than 2^31 - 2^24 elements (the
+      margin covers the last block's threads past the end), so extents,
+      point numbers and element offsets fit an `int`; the renderers index
+      in 32 bits (and the runtime makes an input view that reaches further
+      than 2^31 elements contiguous first). A dynamic size counts with its
+      bound from the `braze.symbols` ranges the executor checks every call:
+      a function argument's dim whose `braze.dims` entry is one symbol of
+      bounded range, read with `tensor.dim` or through the kernel that
+      wrote the tensor; derived expressions ("2*s0") and unbounded symbols
+      keep 64 bits.
 
     Long reductions with few outputs are split in two kernels before this
     pass (`braze-split-reductions`), and adjacent reduced dims are merged

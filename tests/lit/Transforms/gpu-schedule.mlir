@@ -107,3 +107,39 @@ func.func @large(%x: tensor<1048576xf32>, %y: tensor<65536x32768xi8>) -> (tensor
   }
   return %e, %f, %g : tensor<1048576xf32>, tensor<65536x32768xi8>, tensor<65536xi8>
 }
+
+// -----
+
+// Tests that dynamic extents bounded by `braze.symbols` ranges index in 32
+// bits: S is at most 4096 rows of 64, through tensor.dim of the argument
+// and through the kernel that made the second kernel's input; U is
+// unbounded, so its kernel keeps 64 bits.
+// CHECK-LABEL: func.func @bounded
+// CHECK: braze.schedule = {index_bits = 32 : i64, strategy = "points", threads = 256 : i64}
+// CHECK: braze.schedule = {index_bits = 32 : i64, strategy = "warp_tree", threads = 256 : i64}
+// CHECK: braze.schedule = {strategy = "points", threads = 256 : i64}
+module attributes {braze.symbols = {S = [8, 4096, 8], U = [2, -1]}} {
+func.func @bounded(%x: tensor<?x64xf32> {braze.dims = ["S", 64]}, %y: tensor<?x64xf32> {braze.dims = ["U", 64]}) -> (tensor<?x64xf32>, tensor<?xf32>, tensor<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %s = tensor.dim %x, %c0 : tensor<?x64xf32>
+  %e = braze.kernel ins(%x : tensor<?x64xf32>) domain [%s, 64] reduce [] : tensor<?x64xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<?x64xf32>):
+    %v = tensor.extract %a[%i, %j] : tensor<?x64xf32>
+    %w = math.exp %v : f32
+    braze.store %w, 0 [%i, %j] : f32
+  }
+  %r = braze.kernel ins(%e : tensor<?x64xf32>) domain [%s, 64] reduce [1] : tensor<?xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<?x64xf32>):
+    %v = tensor.extract %a[%i, %j] : tensor<?x64xf32>
+    %t = braze.reduce "add" %v : f32 -> f32
+    braze.store %t, 0 [%i] : f32
+  }
+  %u = tensor.dim %y, %c0 : tensor<?x64xf32>
+  %f = braze.kernel ins(%y : tensor<?x64xf32>) domain [%u, 64] reduce [] : tensor<?x64xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<?x64xf32>):
+    %v = tensor.extract %a[%i, %j] : tensor<?x64xf32>
+    braze.store %v, 0 [%i, %j] : f32
+  }
+  return %e, %r, %f : tensor<?x64xf32>, tensor<?xf32>, tensor<?x64xf32>
+}
+}

@@ -235,7 +235,7 @@ def test_large_pointwise_kernels_take_four_points_per_thread_in_32_bits():
     torch.testing.assert_close(program(x, y)[0], torch.exp(x * y))
 
 
-def test_dynamic_kernels_keep_64_bit_indexing_and_one_point_per_thread():
+def test_unbounded_dynamic_kernels_keep_64_bit_indexing_and_one_point_per_thread():
     text = """
     func.func @f(%x: tensor<?x64xf32>) -> (tensor<?x64xf32>, tensor<?xf32>) {
       %e = braze.exp %x : tensor<?x64xf32>
@@ -290,3 +290,24 @@ def test_a_warp_tree_schedule_given_to_opencl_is_refused():
     with pytest.raises(braze.BrazeError, match="the OpenCL C renderer has no warp shuffles"):
         emit_kernels(function_operations(func), "opencl")
     assert "__shfl_down_sync" in emit_kernels(function_operations(func), "cuda").source
+
+
+def test_a_symbol_range_lets_a_dynamic_kernel_index_in_32_bits(target):
+    """S is at most 4096 (the executor checks it every call): the kernels
+    over [S, 64] index in 32 bits; a size outside the range is refused."""
+    text = """
+    module attributes {braze.symbols = {S = [1, 4096]}} {
+      func.func @f(%x: tensor<?x64xf32> {braze.dims = ["S", 64]}) -> (tensor<?x64xf32>, tensor<?xf32>) {
+        %e = braze.exp %x : tensor<?x64xf32>
+        %s = braze.sum %e dims [1] : tensor<?x64xf32> -> tensor<?xf32>
+        return %e, %s : tensor<?x64xf32>, tensor<?xf32>
+      }
+    }"""
+    program = _program(text, target)
+    assert "const int n0 = sizes[0];" in program.stats["source"].read_text()
+    x = torch.randn(37, 64)
+    e, s = program(x)
+    torch.testing.assert_close(e, torch.exp(x))
+    torch.testing.assert_close(s, torch.exp(x).sum(1))
+    with pytest.raises(braze.BrazeError, match="outside its range"):
+        program(torch.randn(4097, 64))
