@@ -46,12 +46,16 @@ def Braze_ReductionTrait : NativeOpTrait<"ReductionTrait"> {
 def Braze_FloatElement : AnyTypeOf<[F16, BF16, F32, F64]>;
 def Braze_IntElement : AnyTypeOf<[I8, I16, I32, I64]>;
 def Braze_NumericElement : AnyTypeOf<[Braze_FloatElement, Braze_IntElement]>;
-def Braze_AnyElement : AnyTypeOf<[Braze_NumericElement, I1]>;
+// 8-bit floats: the operands of braze.scaled_mm, which layout ops and casts
+// carry (no arithmetic op takes them).
+def Braze_Float8Element : AnyTypeOf<[F8E4M3FN, F8E5M2]>;
+def Braze_AnyElement : AnyTypeOf<[Braze_NumericElement, I1, Braze_Float8Element]>;
 
 def Braze_FloatTensor : RankedTensorOf<[Braze_FloatElement]>;
 def Braze_NumericTensor : RankedTensorOf<[Braze_NumericElement]>;
 def Braze_Tensor : RankedTensorOf<[Braze_AnyElement]>;
 def Braze_BoolTensor : RankedTensorOf<[I1]>;
+def Braze_Float8Tensor : RankedTensorOf<[Braze_Float8Element]>;
 def Braze_IndexTensor : RankedTensorOf<[I64]>;
 
 #endif // BRAZE_DIALECT

@@ -20,10 +20,17 @@ def Braze_FusedGemmOp : Braze_Op<"fused_gemm", [Pure, IsolatedFromAbove,
     `accumulator` (f32 for f16/bf16/f32 inputs, or f64; i32 or i64 for
     integer inputs).
 
-    `lhs_scale` and `rhs_scale` (optional, f32) multiply the accumulator
-    before the epilogue: a scalar (rank 0: a per-tensor scale, also a
-    global scale given at run time) or one per row of the product (`[M]`
-    for `lhs_scale`, `[N]` for `rhs_scale`: row-wise scales).
+    `lhs` and `rhs` have one element type, with two exceptions: both may be
+    8-bit floats (`f8E4M3FN`, `f8E5M2`, from `braze.scaled_mm`), and `rhs`
+    may be an `i8` weight times float activations (a weight-only quantised
+    linear layer). Either way each element is widened exactly to the type
+    the product is computed in (see docs/cpu.md) and accumulated in f32.
+
+    `lhs_scale` and `rhs_scale` (optional; f32, bf16 or f16) multiply the
+    accumulator before the epilogue: a scalar (rank 0: a per-tensor scale,
+    also a global scale given at run time) or one per row of the product
+    (`[M]` for `lhs_scale`, `[N]` for `rhs_scale`: row-wise scales, or the
+    per-output-channel scale of an int8 weight).
 
     The epilogue region runs once per element `(b..., m, n)` of the result.
     Its block takes the scaled accumulator element, then one element of each

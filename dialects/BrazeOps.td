@@ -689,6 +689,7 @@ include "BrazeControlFlowOps.td"
 include "BrazeCollectiveOps.td"
 include "BrazeComboOps.td"
 include "BrazeFusedGemm.td"
+include "BrazeScaledMm.td"
 include "BrazeFlashAttention.td"
 
 #endif // BRAZE_OPS

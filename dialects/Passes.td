@@ -216,14 +216,18 @@ def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> 
 def BrazeEpilogueFusion : Pass<"braze-epilogue-fusion", "::mlir::func::FuncOp"> {
   let summary = "Fuse the bias, pointwise chain and row statistics after a GEMM into braze.fused_gemm";
   let description = [{
-    A `braze.matmul`, `braze.addmm` or `braze.bmm` of floats, with what
-    follows it, becomes one `braze.fused_gemm`: its epilogue runs on each
-    product element while it is in registers instead of a round trip
-    through memory per op. The epilogue takes over, following the
-    product's users in program order:
+    A `braze.matmul`, `braze.addmm`, `braze.bmm` or `braze.scaled_mm` of
+    floats, with what follows it, becomes one `braze.fused_gemm`: its
+    epilogue runs on each product element while it is in registers instead
+    of a round trip through memory per op. The epilogue takes over,
+    following the product's users in program order:
 
-    - `addmm`'s bias (`alpha`, `beta` included), added in the accumulator
-      before the one rounding to the element type, as torch.addmm does;
+    - `addmm`'s bias (`alpha`, `beta` included) and `scaled_mm`'s, added in
+      the accumulator before the one rounding to the element type, as
+      torch.addmm and torch._scaled_mm do;
+    - `scaled_mm`'s scales, as `lhs_scale` and `rhs_scale` (a per-tensor
+      scale as a scalar, row-wise `[M, 1]`/`[1, N]` scales as `[M]`/`[N]`
+      vectors); the 8-bit float operands are read in place;
     - pointwise ops (casts included) whose result has the product's shape,
       their other operands read as extras: indexed by (m, n) (a residual),
       by n (a bias), by m (a per-row value, e.g. a `[M, 1]` tensor) or a
@@ -237,10 +241,22 @@ def BrazeEpilogueFusion : Pass<"braze-epilogue-fusion", "::mlir::func::FuncOp"> 
       LayerNorm or RMSNorm computes first (a sum of squares is the sum of a
       squared value), as extra results of the fused GEMM.
 
+    A `matmul`/`addmm` whose weight is an int8 tensor dequantised for it
+    alone (`w.to(dtype)`, perhaps times a scale per output channel, perhaps
+    transposed: `x @ (w.to(dtype) * s[:, None]).t()`, `F.linear(x,
+    w.to(dtype) * s[:, None])`) reads the int8 weight in place: the scale
+    becomes `rhs_scale` (it commutes with the sum over K), so the
+    dequantised weight is never made. A scale along K, or a dequantised
+    weight something else also reads, leaves the chain as it is (with a
+    remark).
+
     A value of the epilogue that something else reads (the pre-activation
     an op outside needs, the residual stream after a LayerNorm) becomes an
     extra output. A GEMM is left as it is when nothing follows it that the
-    epilogue can take. A consumer is refused, with a remark saying why,
+    epilogue can take, unless it is a `scaled_mm` or reads an int8 weight
+    (the scales are an epilogue of their own). A `scaled_mm` rounding to an
+    8-bit float is left to `torch._scaled_mm` (the CPU's fused GEMMs store
+    no 8-bit floats). A consumer is refused, with a remark saying why,
     when:
 
     - it needs a row statistic of the epilogue first (the normalisation

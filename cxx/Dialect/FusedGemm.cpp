@@ -24,6 +24,19 @@ bool isAccumulatorFor(Type accumulator, Type element) {
            accumulator.isSignlessInteger(64);
   return false;
 }
+
+bool isFloat8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
+
+/// Whether a product of `lhs` and `rhs` elements is one the kernels run:
+/// one type, two 8-bit floats (widened), or floats times an int8 weight
+/// (widened to the activations' type).
+bool isProductOf(Type lhs, Type rhs) {
+  if (lhs == rhs)
+    return true;
+  if (isFloat8(lhs) && isFloat8(rhs))
+    return true;
+  return isa<FloatType>(lhs) && !isFloat8(lhs) && rhs.isSignlessInteger(8);
+}
 } // namespace
 
 LogicalResult FusedGemmOp::verify() {
@@ -50,8 +63,9 @@ LogicalResult FusedGemmOp::verify() {
   if (rhs.getRank() != rank || result.getRank() != rank)
     return emitOpError("lhs, rhs and the result must have one rank, got ")
            << rank << ", " << rhs.getRank() << " and " << result.getRank();
-  if (lhs.getElementType() != rhs.getElementType())
-    return emitOpError("lhs and rhs must have one element type, got ")
+  if (!isProductOf(lhs.getElementType(), rhs.getElementType()))
+    return emitOpError("lhs and rhs must have one element type, or both be "
+                       "8-bit floats, or be floats times an i8 weight; got ")
            << lhs.getElementType() << " and " << rhs.getElementType();
   Type accumulator = getAccumulator();
   if (!isAccumulatorFor(accumulator, lhs.getElementType()))
@@ -95,15 +109,17 @@ LogicalResult FusedGemmOp::verify() {
              << ", like result #0, got " << type;
   }
 
-  // Scales: f32, a scalar or one per row of the product.
+  // Scales: f32, bf16 or f16, a scalar or one per row of the product.
   for (auto [scale, name, rows] :
        {std::tuple{getLhsScale(), "lhs_scale", m},
         std::tuple{getRhsScale(), "rhs_scale", n}}) {
     if (!scale)
       continue;
     auto type = cast<RankedTensorType>(scale.getType());
-    if (!type.getElementType().isF32())
-      return emitOpError(name) << " must be f32, got " << type.getElementType();
+    Type element = type.getElementType();
+    if (!element.isF32() && !element.isBF16() && !element.isF16())
+      return emitOpError(name)
+             << " must be f32, bf16 or f16, got " << element;
     if (type.getRank() > 1 ||
         (type.getRank() == 1 && !agree(type.getDimSize(0), rows)))
       return emitOpError(name)

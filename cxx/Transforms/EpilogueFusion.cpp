@@ -53,6 +53,110 @@ bool isSplatConstant(Value value) {
   return constant && isa<SplatElementsAttr>(constant.getValue());
 }
 
+bool isFloat8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
+
+/// Whether `permute` swaps the last two dims and keeps the others.
+bool swapsLastTwo(PermuteOp permute) {
+  ArrayRef<int64_t> order = permute.getPermutation();
+  int64_t rank = order.size();
+  for (int64_t d = 0; d < rank - 2; ++d)
+    if (order[d] != d)
+      return false;
+  return order[rank - 2] == rank - 1 && order[rank - 1] == rank - 2;
+}
+
+/// `operand` of a GEMM, read through a transpose of its last two dims
+/// (then `transposed` is set).
+Value untransposed(Value operand, bool &transposed) {
+  auto permute = operand.getDefiningOp<PermuteOp>();
+  transposed = permute && swapsLastTwo(permute);
+  return transposed ? permute.getInput() : operand;
+}
+
+/// Whether `value` is an int8 tensor cast to another type (through
+/// transposes).
+bool castsInt8(Value value) {
+  while (auto permute = value.getDefiningOp<PermuteOp>())
+    value = permute.getInput();
+  auto cast = value.getDefiningOp<CastOp>();
+  return cast &&
+         tensorType(cast.getInput()).getElementType().isSignlessInteger(8);
+}
+
+/// An int8 weight dequantised for one GEMM only: its rhs is the weight
+/// cast to the activations' type, perhaps times a scale per output column
+/// (per row of a [N, K] weight), perhaps transposed, in any order.
+struct Int8Weight {
+  Value weight;                    // i8, [K, N] (or [N, K]: transposed)
+  bool transposed = false;
+  Value scale;                     // null, or one per column of the product
+  SmallVector<Operation *> chain;  // the dequantising ops, users first
+};
+
+/// The int8 weight `gemm`'s rhs dequantises, with the product's N = `n`;
+/// none when its rhs is no such chain (or a step of it has other users:
+/// then the dequantised weight is made anyway). `why` says why a chain
+/// that starts from an int8 weight is not taken.
+std::optional<Int8Weight> findInt8Weight(Operation *gemm, int64_t n,
+                                         std::string &why) {
+  if (!isa<MatmulOp, AddmmOp>(gemm))
+    return std::nullopt;
+  Int8Weight found;
+  Value value = gemm->getOperand(isa<AddmmOp>(gemm) ? 2 : 1);
+  while (value.hasOneUse()) {
+    Operation *def = value.getDefiningOp();
+    if (auto permute = dyn_cast_or_null<PermuteOp>(def);
+        permute && swapsLastTwo(permute)) {
+      found.transposed = !found.transposed;
+      found.chain.push_back(def);
+      value = permute.getInput();
+      continue;
+    }
+    if (auto cast = dyn_cast_or_null<CastOp>(def)) {
+      if (!tensorType(cast.getInput()).getElementType().isSignlessInteger(8))
+        return std::nullopt;
+      found.chain.push_back(def);
+      found.weight = cast.getInput();
+      return found;
+    }
+    auto mul = dyn_cast_or_null<MulOp>(def);
+    if (!mul || found.scale)
+      return std::nullopt;
+    // The weight side has the product's shape; the other is the scale, one
+    // per column of the product: [1, N] of a [K, N] weight, [N, 1] of a
+    // [N, K] one.
+    int weightSide =
+        tensorType(mul.getLhs()) == tensorType(mul.getResult()) ? 0 : 1;
+    Value scale = mul->getOperand(1 - weightSide);
+    found.chain.push_back(mul);
+    if (auto expand = scale.getDefiningOp<ExpandOp>()) {
+      if (expand->hasOneUse())
+        found.chain.push_back(expand);
+      scale = expand.getInput();
+    }
+    RankedTensorType scaleType = tensorType(scale);
+    SmallVector<int64_t> aligned(
+        std::max<int64_t>(0, 2 - scaleType.getRank()), 1);
+    llvm::append_range(aligned, scaleType.getShape());
+    int64_t column = found.transposed ? 0 : 1;
+    Type element = scaleType.getElementType();
+    if (tensorType(mul->getOperand(weightSide)) !=
+            tensorType(mul.getResult()) ||
+        aligned.size() != 2 || aligned[1 - column] != 1 ||
+        !sameDim(aligned[column], n) ||
+        !(element.isF32() || element.isBF16() || element.isF16())) {
+      if (castsInt8(mul->getOperand(weightSide)))
+        why = "the weight is multiplied by something other than an f32, "
+              "bf16 or f16 scale per output column (the dequantised weight "
+              "is made before the product)";
+      return std::nullopt;
+    }
+    found.scale = scale;
+    value = mul->getOperand(weightSide);
+  }
+  return std::nullopt;
+}
+
 /// An operand of the epilogue read from outside it: the value to pass (in
 /// its canonical shape once built) and how the epilogue indexes it.
 struct Extra {
@@ -79,6 +183,7 @@ public:
 
   std::string why;
   SmallVector<Operation *> taken; // pointwise ops, views and statistics
+  std::optional<Int8Weight> int8Weight; // the rhs, read as int8 in place
 
 private:
   void consider(Operation *op);
@@ -271,20 +376,38 @@ void EpiloguePlan::consider(Operation *op) {
 
 bool EpiloguePlan::gather() {
   Type element = frame.getElementType();
+  if (isFloat8(element)) {
+    why = "its result is an 8-bit float, rounded by torch._scaled_mm (the "
+          "CPU's fused GEMMs store no 8-bit floats)";
+    return false;
+  }
   if (!isa<FloatType>(element)) {
     why = "integer products stay library calls (exact in integers)";
     return false;
   }
-  if (isa<AddmmOp>(gemm) && !options.bias) {
+  Value bias = isa<AddmmOp>(gemm) ? gemm->getOperand(0)
+               : isa<ScaledMmOp>(gemm) ? cast<ScaledMmOp>(gemm).getBias()
+                                       : Value();
+  if (bias && !options.bias) {
     why = "bias fusion is off";
     return false;
   }
-  if (isa<AddmmOp>(gemm)) {
+  if (bias) {
     std::string reason;
-    if (!classify(gemm->getOperand(0), frame.getShape(), reason)) {
+    if (!classify(bias, frame.getShape(), reason)) {
       why = "its bias: " + reason;
       return false;
     }
+  }
+  std::string int8Why;
+  int8Weight = findInt8Weight(gemm, frame.getShape().back(), int8Why);
+  if (!int8Why.empty()) {
+    LLVM_DEBUG(llvm::dbgs() << "int8 weight not read in place (" << int8Why
+                            << "): " << *gemm << "\n");
+    if (options.remarks)
+      gemm->emitRemark() << "'" << gemm->getName()
+                         << "' does not read its int8 weight in place: "
+                         << int8Why;
   }
   Block *block = gemm->getBlock();
   for (Operation *op = gemm->getNextNode(); op; op = op->getNextNode())
@@ -294,7 +417,9 @@ bool EpiloguePlan::gather() {
   bool computes = llvm::any_of(taken, [](Operation *op) {
     return !isa<ReshapeOp>(op);
   });
-  if (!computes) {
+  // The scales of a scaled_mm, or an int8 weight's dequantisation, are
+  // an epilogue of their own.
+  if (!computes && !isa<ScaledMmOp>(gemm) && !int8Weight) {
     why = "nothing after it fits an epilogue";
     return false;
   }
@@ -328,40 +453,52 @@ Value reshaped(Value value, RankedTensorType type, OpBuilder &builder,
 
 FusedGemmOp EpiloguePlan::build(OpBuilder &builder, int64_t &extraOutputs) {
   Location loc = gemm->getLoc();
-  Operation *last = taken.back();
+  // Nothing taken: a scaled_mm or an int8 weight's product, fused alone.
+  Operation *last = taken.empty() ? gemm : taken.back();
   builder.setInsertionPoint(last);
   DenseSet<Operation *> inside(taken.begin(), taken.end());
   inside.insert(gemm);
   Block *block = gemm->getBlock();
 
   // Operands: the matrices (a transpose of the last two dims read by flag),
-  // the addmm's bias, then the consumers' extras, each once.
-  auto matrix = [&](Value operand, bool &transposed) -> Value {
-    transposed = false;
-    auto permute = operand.getDefiningOp<PermuteOp>();
-    if (!permute)
-      return operand;
-    ArrayRef<int64_t> order = permute.getPermutation();
-    int64_t rank = order.size();
-    for (int64_t d = 0; d < rank - 2; ++d)
-      if (order[d] != d)
-        return operand;
-    if (order[rank - 2] != rank - 1 || order[rank - 1] != rank - 2)
-      return operand;
-    transposed = true;
-    return permute.getInput();
-  };
+  // the scales, the bias, then the consumers' extras, each once.
   bool transposeLhs, transposeRhs;
-  Value lhs, rhs;
-  std::optional<Extra> bias;
+  Value lhs, rhs, lhsScale, rhsScale, biasOperand;
   if (auto addmm = dyn_cast<AddmmOp>(gemm)) {
-    std::string reason;
-    bias = classify(addmm.getBias(), frame.getShape(), reason);
-    lhs = matrix(addmm.getLhs(), transposeLhs);
-    rhs = matrix(addmm.getRhs(), transposeRhs);
+    biasOperand = addmm.getBias();
+    lhs = untransposed(addmm.getLhs(), transposeLhs);
+    rhs = untransposed(addmm.getRhs(), transposeRhs);
   } else {
-    lhs = matrix(gemm->getOperand(0), transposeLhs);
-    rhs = matrix(gemm->getOperand(1), transposeRhs);
+    lhs = untransposed(gemm->getOperand(0), transposeLhs);
+    rhs = untransposed(gemm->getOperand(1), transposeRhs);
+  }
+  int64_t m = frame.getShape()[frame.getRank() - 2];
+  int64_t n = frame.getShape().back();
+  // A scale in the fused GEMM's form: rank 0 when per tensor, else [size].
+  auto scaleVector = [&](Value scale, int64_t size) {
+    RankedTensorType type = tensorType(scale);
+    bool single = llvm::all_of(type.getShape(), [](int64_t d) { return d == 1; });
+    Type element = type.getElementType();
+    return reshaped(scale,
+                    single ? RankedTensorType::get({}, element)
+                           : RankedTensorType::get({size}, element),
+                    builder, loc);
+  };
+  if (auto scaledMm = dyn_cast<ScaledMmOp>(gemm)) {
+    biasOperand = scaledMm.getBias();
+    lhsScale = scaleVector(scaledMm.getLhsScale(), m);
+    rhsScale = scaleVector(scaledMm.getRhsScale(), n);
+  }
+  if (int8Weight) {
+    rhs = int8Weight->weight;
+    transposeRhs = int8Weight->transposed;
+    if (int8Weight->scale)
+      rhsScale = scaleVector(int8Weight->scale, n);
+  }
+  std::optional<Extra> bias;
+  if (biasOperand) {
+    std::string reason;
+    bias = classify(biasOperand, frame.getShape(), reason);
   }
   SmallVector<Extra> operands;
   if (bias)
@@ -403,7 +540,7 @@ FusedGemmOp EpiloguePlan::build(OpBuilder &builder, int64_t &extraOutputs) {
   Type accumulator = element.isF64() ? element : builder.getF32Type();
   auto fused = FusedGemmOp::create(
       builder, builder.getFusedLoc({loc, last->getLoc()}), resultTypes, lhs,
-      rhs, /*lhs_scale=*/Value(), /*rhs_scale=*/Value(), extraValues,
+      rhs, lhsScale, rhsScale, extraValues,
       builder.getArrayAttr(indexing),
       transposeLhs ? builder.getUnitAttr() : UnitAttr(),
       transposeRhs ? builder.getUnitAttr() : UnitAttr(),
@@ -423,9 +560,10 @@ FusedGemmOp EpiloguePlan::build(OpBuilder &builder, int64_t &extraOutputs) {
                                       {extra.source, extra.indexing}));
   };
   Value element0 = entry->getArgument(0);
-  if (auto addmm = dyn_cast<AddmmOp>(gemm)) {
-    double alpha = addmm.getAlpha().convertToDouble();
-    double beta = addmm.getBeta().convertToDouble();
+  if (bias) {
+    auto addmm = dyn_cast<AddmmOp>(gemm);
+    double alpha = addmm ? addmm.getAlpha().convertToDouble() : 1.0;
+    double beta = addmm ? addmm.getBeta().convertToDouble() : 1.0;
     if (alpha != 1.0)
       element0 = arith::MulFOp::create(
           body, loc, element0, scalar.floatConstant(accumulator, alpha));
@@ -516,17 +654,25 @@ FusedGemmOp EpiloguePlan::build(OpBuilder &builder, int64_t &extraOutputs) {
                        << " op(s) into braze.fused_gemm (" << outputCount
                        << " output(s), " << statistics.size()
                        << " row statistic(s), " << operands.size()
-                       << " extra(s))";
+                       << " extra(s)"
+                       << (lhsScale || rhsScale ? ", scaled" : "")
+                       << (int8Weight ? ", its int8 weight read in place" : "")
+                       << ")";
   for (Operation *op : llvm::reverse(taken))
     op->erase();
-  Operation *permutes[] = {gemm->getOperand(isa<AddmmOp>(gemm) ? 1 : 0)
-                               .getDefiningOp<PermuteOp>(),
-                           gemm->getOperand(isa<AddmmOp>(gemm) ? 2 : 1)
-                               .getDefiningOp<PermuteOp>()};
+  // What only the GEMM read goes with it: the transposes of its operands,
+  // the ops dequantising an int8 weight (users first).
+  llvm::SetVector<Operation *> inputs;
+  unsigned lhsNumber = isa<AddmmOp>(gemm) ? 1 : 0;
+  for (unsigned number : {lhsNumber, lhsNumber + 1})
+    if (auto permute = gemm->getOperand(number).getDefiningOp<PermuteOp>())
+      inputs.insert(permute);
+  if (int8Weight)
+    inputs.insert(int8Weight->chain.begin(), int8Weight->chain.end());
   gemm->erase();
-  for (Operation *permute : permutes)
-    if (permute && permute->use_empty())
-      permute->erase();
+  for (Operation *input : inputs)
+    if (input->use_empty())
+      input->erase();
   return fused;
 }
 
@@ -556,7 +702,7 @@ struct BrazeEpilogueFusionPass
     for (Block *block : blocks) {
       SmallVector<Operation *> gemms;
       for (Operation &op : *block)
-        if (isa<MatmulOp, AddmmOp, BmmOp>(op))
+        if (isa<MatmulOp, AddmmOp, BmmOp, ScaledMmOp>(op))
           gemms.push_back(&op);
       for (Operation *gemm : gemms) {
         EpiloguePlan plan(gemm, options);

@@ -108,7 +108,8 @@ def compile_mlir(module_or_text, target: str = "cpu", *, parameters: dict[str, A
         "kernels": program.kernel_count,
         # Kernel launches per call (a combo's sub-kernels start as one).
         "launches": program.launch_count,
-        "gemms": sum(program.library_calls[name] for name in ("braze.matmul", "braze.bmm", "braze.addmm")),
+        "gemms": sum(program.library_calls[name]
+                     for name in ("braze.matmul", "braze.bmm", "braze.addmm", "braze.scaled_mm")),
         # GEMMs with their epilogue, generated (braze-epilogue-fusion).
         "fused_gemms": generated["braze.fused_gemm"],
         "convolutions": program.library_calls["braze.convolution"],

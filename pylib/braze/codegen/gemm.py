@@ -77,6 +77,16 @@ class GemmAnalysis:
                                  f"{format_location(inner.operation.location)} is not an epilogue op")
             self.can_fail |= may_divide_by_zero(inner)
         self.element = self.lhs.type.element_type
+        # The type the library multiplies in: the operands' own, or where
+        # they are stored narrower (8-bit floats; an int8 weight) one that
+        # holds each of their values exactly: bf16 for 8-bit floats (the
+        # library's bf16 product accumulates in f32), the activations' type
+        # for an int8 weight. The kernel widens a block at a time.
+        if str(self.element).startswith("f8"):
+            self.product_element = ir.BF16Type.get(context=op.context)
+        else:
+            self.product_element = self.element
+        self.product_type = str(self.product_element)
         dynamic = ir.ShapedType.get_dynamic_size()
         lhs_shape, rhs_shape = list(self.lhs.type.shape), list(self.rhs.type.shape)
         b = self.batch

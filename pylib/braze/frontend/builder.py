@@ -16,18 +16,14 @@ from mlir.dialects import arith, tensor as tensor_d
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.types import element_type, tensor_type
-
-_DTYPES = {
-    "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
-    "i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-}
+from braze.hostops.dtypes import torch_dtype
 
 Scalar = bool | int | float
 Operand = ir.Value | Scalar
 
 
 def dtype_of(value: ir.Value) -> torch.dtype:
-    return _DTYPES[str(ir.RankedTensorType(value.type).element_type)]
+    return torch_dtype(ir.RankedTensorType(value.type).element_type)
 
 
 def shape_of(value: ir.Value) -> list[int | None]:

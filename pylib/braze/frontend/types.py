@@ -17,6 +17,8 @@ _ELEMENT_TYPES = {
     torch.int16: lambda: ir.IntegerType.get_signless(16),
     torch.int32: lambda: ir.IntegerType.get_signless(32),
     torch.int64: lambda: ir.IntegerType.get_signless(64),
+    torch.float8_e4m3fn: ir.Float8E4M3FNType.get,
+    torch.float8_e5m2: ir.Float8E5M2Type.get,
 }
 
 

@@ -17,6 +17,9 @@ TORCH_DTYPES: dict[str, torch.dtype] = {
     "i16": torch.int16,
     "i32": torch.int32,
     "i64": torch.int64,
+    # 8-bit floats: operands of braze.scaled_mm (and its fused GEMM) only.
+    "f8E4M3FN": torch.float8_e4m3fn,
+    "f8E5M2": torch.float8_e5m2,
 }
 
 _MLIR_NAMES = {dtype: name for name, dtype in TORCH_DTYPES.items()}

@@ -8,6 +8,7 @@ import itertools
 
 import torch
 
+from braze.hostops.dtypes import torch_dtype
 from braze.hostops.table import op_error, prepares
 
 
@@ -61,6 +62,29 @@ def addmm(op):
         # torch.addmm scales and adds in its accumulator before the one rounding
         # to the element type, exactly as eager PyTorch (and nn.Linear) does.
         return [torch.addmm(bias, lhs, rhs, **scales)]
+
+    return run
+
+
+@prepares("braze.scaled_mm")
+def scaled_mm(op):
+    """torch._scaled_mm, whose CUDA form wants a row-major lhs and a
+    column-major rhs: either is copied into that layout only when a view
+    arrives in another."""
+    segments = list(op.attributes["operandSegmentSizes"])
+    out_dtype = torch_dtype(op.result_types[0].element_type)
+    fast_accum = "fast_accum" in op.attributes
+
+    def run(operands, context):
+        lhs, rhs, lhs_scale, rhs_scale = operands[:4]
+        bias = operands[4] if segments[4] else None
+        scale_result = operands[4 + segments[4]] if segments[5] else None
+        if lhs.stride(1) != 1:
+            lhs = lhs.contiguous()
+        if rhs.stride(0) != 1:
+            rhs = rhs.t().contiguous().t()
+        return [torch._scaled_mm(lhs, rhs, lhs_scale, rhs_scale, bias=bias, scale_result=scale_result,
+                                 out_dtype=out_dtype, use_fast_accum=fast_accum)]
 
     return run
 

@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
-_FRESH = {*GENERATED_OPS, "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.convolution", "braze.attention",
+_FRESH = {*GENERATED_OPS, "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.scaled_mm", "braze.convolution",
+          "braze.attention",
           *CONTROL_FLOW_OPS}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}

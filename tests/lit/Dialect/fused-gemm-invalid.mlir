@@ -155,3 +155,30 @@ func.func @yield_count(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>) -> (tensor<4x2x
   }
   return %y, %z : tensor<4x2xf32>, tensor<4x2xf32>
 }
+
+// -----
+
+// Tests that a float times an int8 weight is accepted but an int8 lhs
+// times a float is not (the weight is the rhs).
+func.func @int8_lhs(%x: tensor<4x8xi8>, %w: tensor<8x2xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'braze.fused_gemm' op lhs and rhs must have one element type, or both be 8-bit floats, or be floats times an i8 weight; got 'i8' and 'f32'}}
+  %y = braze.fused_gemm %x, %w extras() indexing [] accumulator f32
+      : (tensor<4x8xi8>, tensor<8x2xf32>) -> tensor<4x2xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that a scale is a float of 32 bits or fewer.
+func.func @scale_type(%x: tensor<4x8xf32>, %w: tensor<8x2xi8>, %s: tensor<2xf64>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{'braze.fused_gemm' op rhs_scale must be f32, bf16 or f16, got 'f64'}}
+  %y = braze.fused_gemm %x, %w rhs_scale(%s : tensor<2xf64>) extras() indexing [] accumulator f32
+      : (tensor<4x8xf32>, tensor<8x2xi8>) -> tensor<4x2xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y : tensor<4x2xf32>
+}

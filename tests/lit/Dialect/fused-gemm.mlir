@@ -59,3 +59,26 @@ func.func @statistics(%x: tensor<?x8xbf16>, %w: tensor<8x16xbf16>) -> (tensor<?x
   }
   return %y, %raw, %ss, %max : tensor<?x16xbf16>, tensor<?x16xf32>, tensor<?xbf16>, tensor<?xf32>
 }
+
+// -----
+
+// Tests that a product of two different 8-bit floats and one of f32
+// activations with an int8 weight (a bf16 per-column scale) round-trip.
+// CHECK-LABEL: func.func @narrow_operands
+// CHECK: braze.fused_gemm %{{.*}}, %{{.*}} lhs_scale(%{{.*}} : tensor<?xf32>) rhs_scale(%{{.*}} : tensor<32xf32>) extras() indexing [] accumulator f32 : (tensor<?x64xf8E5M2>, tensor<64x32xf8E4M3FN>) -> tensor<?x32xbf16>
+// CHECK: braze.fused_gemm %{{.*}}, %{{.*}} rhs_scale(%{{.*}} : tensor<32xbf16>) extras() indexing [] transpose_rhs accumulator f32 : (tensor<?x64xf32>, tensor<32x64xi8>) -> tensor<?x32xf32>
+func.func @narrow_operands(%a: tensor<?x64xf8E5M2>, %b: tensor<64x32xf8E4M3FN>, %sa: tensor<?xf32>, %sb: tensor<32xf32>,
+                           %x: tensor<?x64xf32>, %w: tensor<32x64xi8>, %s: tensor<32xbf16>) -> (tensor<?x32xbf16>, tensor<?x32xf32>) {
+  %y = braze.fused_gemm %a, %b lhs_scale(%sa : tensor<?xf32>) rhs_scale(%sb : tensor<32xf32>) extras() indexing [] accumulator f32
+      : (tensor<?x64xf8E5M2>, tensor<64x32xf8E4M3FN>) -> tensor<?x32xbf16> {
+  ^bb0(%acc: f32):
+    %r = arith.truncf %acc : f32 to bf16
+    braze.gemm_yield %r : bf16
+  }
+  %z = braze.fused_gemm %x, %w rhs_scale(%s : tensor<32xbf16>) extras() indexing [] transpose_rhs accumulator f32
+      : (tensor<?x64xf32>, tensor<32x64xi8>) -> tensor<?x32xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %y, %z : tensor<?x32xbf16>, tensor<?x32xf32>
+}

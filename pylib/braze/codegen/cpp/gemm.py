@@ -40,6 +40,8 @@ GEMV_ROWS = 16
 # Below this many multiply-adds a fused GEMM runs on one thread.
 PARALLEL_WORK = 1 << 20
 SUM_BLOCK = 1024
+# 8-bit float storage -> the prelude's exact conversion to float.
+FLOAT8_DECODERS = {"f8E4M3FN": "bz_e4m3fn_to_f32", "f8E5M2": "bz_e5m2_to_f32"}
 
 # The BLAS, in runtime/blas.py's NAMES order; then row-major wrappers.
 GEMM_PRELUDE = r"""
@@ -108,6 +110,27 @@ static inline void bz_panel_rows(int64_t panel, int64_t m, int64_t panels, int64
   *first = panel * m / panels;
   *count = (panel + 1) * m / panels - *first;
 }
+// ---- operands widened before the BLAS (8-bit floats, int8 weights; see docs/cpu.md) ----
+// e5m2 is the high byte of an f16; e4m3fn has 4 exponent bits (bias 7), 3 mantissa bits, no infinities
+// and NaN at S.1111.111. Kernels read them through a table of the 256 values made once per call.
+static inline float bz_e5m2_to_f32(uint8_t x) { return bz_f16_to_f32((uint16_t)(x << 8)); }
+static inline float bz_e4m3fn_to_f32(uint8_t x) {
+  const uint32_t e = (x >> 3) & 0xfu, m = x & 7u;
+  const float magnitude = e == 0xfu && m == 7u ? bz_from_bits(0x7fc00000u)
+                          : e == 0             ? (float)m * 0x1p-9f
+                                               : bz_from_bits(((e + 120u) << 23) | (m << 20));
+  return x & 0x80u ? -magnitude : magnitude;
+}
+// dst (row stride cols) = convert(src) over a rows x cols block of src (row stride ld).
+template <class S, class D, class F>
+static inline void bz_widen(const S* src, int64_t ld, int64_t rows, int64_t cols, D* dst, F convert) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const S* in = src + r * ld;
+    D* out = dst + r * cols;
+    #pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) out[c] = convert(in[c]);
+  }
+}
 // f16/bf16 (uint16_t storage) into a float C, through MKL's row-major CBLAS.
 static inline void bz_gemm_half(bz_hgemm_fn gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                                 const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float* c,
@@ -134,7 +157,40 @@ class GemmRenderer:
         self.epilogue = EpilogueRenderer(analysis.name)
 
     def storage(self, type_: ir.Type) -> str:
-        return self.epilogue.storage_type(type_)
+        return "uint8_t" if type_name(type_) in FLOAT8_DECODERS else self.epilogue.storage_type(type_)
+
+    def _matrix_load(self, number: int, expression: str) -> str:
+        """Element `expression` of matrix `number` (0: lhs, 1: rhs) as a
+        float (a double for f64)."""
+        element = type_name(self.a.inputs[number].type.element_type)
+        if element in FLOAT8_DECODERS:
+            return f"f8_{number}[{expression}]"
+        if element == "i8":
+            return f"(float)({expression})"
+        half = CStyleRenderer.half_load.get(element)
+        return f"{half}({expression})" if half else expression
+
+    def _widened(self, number: int) -> bool:
+        """Whether matrix `number` is widened to the product's type before the BLAS."""
+        return type_name(self.a.inputs[number].type.element_type) != self.a.product_type
+
+    def _widen_call(self, number: int, source: str, ld: str, rows: str, cols: str) -> str:
+        """Widens a block of matrix `number` into its thread's buffer `wide<number>`."""
+        storage = self.storage(self.a.inputs[number].type.element_type)
+        value = self._matrix_load(number, "v")
+        # Every int8 and 8-bit float is exact in bf16, f16, f32 and f64: no rounding.
+        convert = {"bf16": f"(uint16_t)(bz_bits({value}) >> 16)", "f16": f"bz_f32_to_f16({value})",
+                   "f32": value, "f64": f"(double){value}"}[self.a.product_type]
+        return f"bz_widen({source}, {ld}, {rows}, {cols}, wide{number}, [&]({storage} v) {{ return {convert}; }});"
+
+    def _float8_tables(self) -> list[str]:
+        lines = []
+        for number in (0, 1):
+            element = type_name(self.a.inputs[number].type.element_type)
+            if element in FLOAT8_DECODERS:
+                lines += [f"  float f8_{number}[256];",
+                          f"  for (int v = 0; v < 256; ++v) f8_{number}[v] = {FLOAT8_DECODERS[element]}((uint8_t)v);"]
+        return lines
 
     # -- pieces ---------------------------------------------------------
     def _head(self) -> list[str]:
@@ -165,7 +221,7 @@ class GemmRenderer:
         lines.append(f"  const int64_t ldb = std::max<int64_t>(stride1_{b}, {k if a.transpose_rhs else n});")
         lines.append("  int failed = 0;")
         lines.append("  (void)sizes;")
-        return lines
+        return lines + self._float8_tables()
 
     def _batch_offsets(self) -> list[str]:
         """`base<i>`: the offset of the current batch index in input i."""
@@ -268,7 +324,7 @@ class GemmRenderer:
     def render(self) -> str:
         a = self.a
         m = a.static_m
-        gemv = m is not None and m <= GEMV_ROWS and not a.kinds and type_name(a.element) != "f64"
+        gemv = m is not None and m <= GEMV_ROWS and not a.kinds and a.product_type != "f64"
         head = self._head()
         body = self._gemv(m) if gemv else self._panels()
         failed = " reduction(|:failed)" if self.epilogue.divides else ""
@@ -277,20 +333,35 @@ class GemmRenderer:
 
     def _panels(self) -> list[str]:
         a = self.a
-        element = type_name(a.element)
+        product = a.product_type
         acc_c = "double" if type_name(a.accumulator) == "f64" else "float"
         m, n, k = f"n{a.m}", f"n{a.n}", f"n{a.k}"
         batches = " * ".join(f"n{d}" for d in range(a.batch)) or "1"
         lines, yielded = self._element(f"acc[r * cols + c]")
         stores = self._stores(yielded)
-        if element in ("bf16", "f16"):
-            call = (f"bz_gemm_half(bz_gemm_{element}, {str(a.transpose_lhs).lower()}, {str(a.transpose_rhs).lower()}, "
-                    "rows, cols, " + k + ", lhs, lda, rhs, ldb, acc, cols);")
+        if product in ("bf16", "f16"):
+            call = (f"bz_gemm_half(bz_gemm_{product}, {str(a.transpose_lhs).lower()}, {str(a.transpose_rhs).lower()}, "
+                    "rows, cols, " + k + ", lhs, lhs_ld, rhs, rhs_ld, acc, cols);")
         else:
             call = (f"bz_gemm({str(a.transpose_lhs).lower()}, {str(a.transpose_rhs).lower()}, rows, cols, {k}, "
-                    "lhs, lda, rhs, ldb, acc, cols);")
+                    "lhs, lhs_ld, rhs, rhs_ld, acc, cols);")
         lhs_offset = "m0" if a.transpose_lhs else "m0 * lda"
         rhs_offset = "c0 * ldb" if a.transpose_rhs else "c0"
+        # A widened matrix: its block of the panel, converted into the thread's buffer first.
+        product_c = self.epilogue.storage_type(a.product_element)
+        widen_alloc, matrices = [], []
+        for number, (name, offset, ld, transposed, block) in enumerate([
+                ("lhs", lhs_offset, "lda", a.transpose_lhs, ("rows", k)),
+                ("rhs", rhs_offset, "ldb", a.transpose_rhs, (k, "cols"))]):
+            stored = f"in{number} + base{number} + {offset}"
+            if not self._widened(number):
+                matrices += [f"const auto* {name} = {stored};", f"const int64_t {name}_ld = {ld};"]
+                continue
+            rows, cols = block[::-1] if transposed else block
+            largest = f"panel_rows * {k}" if number == 0 else f"{k} * panel_cols"
+            widen_alloc.append(f"    {product_c}* wide{number} = ({product_c}*)std::malloc(sizeof({product_c}) * {largest});")
+            matrices += [self._widen_call(number, stored, ld, rows, cols),
+                         f"const auto* {name} = wide{number};", f"const int64_t {name}_ld = {cols};"]
         out = [
             f"  const int64_t batches = {batches};",
             "  const int64_t threads = std::max<int64_t>(1, omp_get_max_threads());",
@@ -304,6 +375,7 @@ class GemmRenderer:
             f"  #pragma omp parallel if(tasks > 1 && {m} * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
             "  {",
             f"    {acc_c}* acc = ({acc_c}*)std::malloc(sizeof({acc_c}) * panel_rows * panel_cols);",
+            *widen_alloc,
             "    #pragma omp for schedule(static)",
             "    for (int64_t task = 0; task < tasks; ++task) {",
             "      int64_t rest = task;",
@@ -316,8 +388,7 @@ class GemmRenderer:
             "      int64_t m0, rows;",
             f"      bz_panel_rows(pr, {m}, row_panels, &m0, &rows);",
             f"      const int64_t c0 = pc * panel_cols, cols = std::min<int64_t>(panel_cols, {n} - c0);",
-            f"      const auto* lhs = in0 + base0 + {lhs_offset};",
-            f"      const auto* rhs = in1 + base1 + {rhs_offset};",
+            *["      " + line for line in matrices],
             f"      {call}",
             "      for (int64_t r = 0; r < rows; ++r) {",
             f"        const int64_t i{a.m} = m0 + r;",
@@ -342,23 +413,22 @@ class GemmRenderer:
             out.append("        for (int64_t c = 0; c < cols; ++c) {")
             out += ["          " + line for line in body]
             out.append("        }")
-        out += ["      }", "    }", "    std::free(acc);", "  }"]
+        frees = [f"    std::free(wide{number});" for number in (0, 1) if self._widened(number)]
+        out += ["      }", "    }", "    std::free(acc);", *frees, "  }"]
         return out
 
     def _gemv(self, rows: int) -> list[str]:
         """Decode shapes: every weight element read once, for all `rows` rows."""
         a = self.a
-        element = type_name(a.element)
-        half = CStyleRenderer.half_load.get(element, "")
         m, n, k = f"n{a.m}", f"n{a.n}", f"n{a.k}"
-        load_a = (f"{half}(lhs[kk * lda + row])" if a.transpose_lhs else f"{half}(lhs[row * lda + kk])")
+        load_a = self._matrix_load(0, "lhs[kk * lda + row]" if a.transpose_lhs else "lhs[row * lda + kk]")
         lines, yielded = self._element("sums[row]" if a.transpose_rhs else "part[row][c]")
         stores = self._stores(yielded)
         batches = " * ".join(f"n{d}" for d in range(a.batch)) or "1"
         out = [f"  const int64_t batches = {batches};"]
         if a.transpose_rhs:
             # W [N, K]: one dot product of each weight row with every input row, in 16 lanes.
-            load_w = f"{half}(w[kk])"
+            load_w = self._matrix_load(1, "w[kk]")
             inner = [
                 "float part[" + str(rows) + "][16] = {};",
                 "int64_t kb = 0;",
@@ -394,7 +464,7 @@ class GemmRenderer:
             out += ["      " + line for line in lines + stores] + ["    }", "  }"]
             return out
         # B [K, N]: blocks of 64 columns, each weight row of the block read once.
-        load_b = f"{half}(rhs[kk * ldb + c0 + c])"
+        load_b = self._matrix_load(1, "rhs[kk * ldb + c0 + c]")
         out += [
             f"  const int64_t blocks = ({n} + 63) / 64;",
             f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
@@ -427,6 +497,6 @@ class GemmRenderer:
 def render(op: ir.OpView, name: str) -> tuple[str, object]:
     """The function of fused GEMM `op` named `name`, and its KernelSpec."""
     analysis = GemmAnalysis(op, name)
-    if type_name(analysis.element) not in ("f32", "f64", "bf16", "f16"):
+    if analysis.product_type not in ("f32", "f64", "bf16", "f16"):
         raise BrazeError(f"fused GEMM {name}: the CPU has no BLAS product of {analysis.element}")
     return GemmRenderer(analysis).render(), analysis.spec()

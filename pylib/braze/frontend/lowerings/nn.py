@@ -41,6 +41,14 @@ def addmm(b, bias, lhs, rhs, beta=1, alpha=1):
                       beta=float(beta), alpha=float(alpha), results=[b.out_type()]).result
 
 
+@lowers(aten._scaled_mm.default)
+def scaled_mm(b, lhs, rhs, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
+    """torch._scaled_mm: the fp8 operands, their scales and the bias as
+    they are; braze.scaled_mm's verifier checks the scale shapes."""
+    return bz.ScaledMmOp(b.out_type(), lhs, rhs, scale_a, scale_b, bias=bias, scale_result=scale_result,
+                         fast_accum=bool(use_fast_accum)).result
+
+
 def _attention(b, result_type, dtype, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     if dropout_p:
         raise BrazeError(f"attention with dropout ({dropout_p}) is training; braze compiles inference")
