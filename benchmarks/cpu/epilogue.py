@@ -3,8 +3,14 @@
 vs eager vs Inductor, in one run, on GEMM-bound models
 (benchmarks/cpu/models.py: linear_gelu, linear_residual_layernorm,
 bert_layer, decode_mlp, mlp, handwritten_decoder), the zoo's ViT
-(braze.testing.zoo, bench size) and attention alone (the attention_*
-models: SDPA with masks, causal, bf16, a grouped-query decode step).
+(braze.testing.zoo, bench size), attention alone (the attention_*
+models: SDPA with masks, causal, bf16, a grouped-query decode step) and
+quantised GEMMs (int8_linear*: an int8-weight linear layer, f32 or bf16
+activations, 128 rows or a decode row; scaled_mm*: torch._scaled_mm of
+e4m3 operands with row-wise scales).
+
+*braze unfused* for the quantised GEMMs: the int8 weight dequantised by a
+kernel, then the library's product; torch._scaled_mm itself.
 
 *braze unfused* is braze with the model's fusion off: epilogue_fusion for
 the GEMM models; for attention, the library's attention (flash_attention
@@ -24,7 +30,8 @@ decode_mlp also reports the GEMVs' bandwidth: the bytes of its two weights
 over braze's time per call, against this machine's read bandwidth measured
 in the same run (torch.sum over a float32 tensor of the weights' size, the
 same thread count, best of the rounds); attention_decode_gqa the same for
-its keys and values.
+its keys and values, the quantised decode models for their weight as
+stored (int8 or fp8).
 
 Writes benchmarks/cpu/epilogue.json and prints a markdown table.
 """
@@ -45,7 +52,8 @@ sys.path.insert(0, HERE)
 
 MODELS = ["linear_gelu", "linear_residual_layernorm", "bert_layer", "decode_mlp", "mlp", "vit", "handwritten_decoder",
           "attention_additive", "attention_additive_bf16", "attention_boolean", "attention_boolean_bf16",
-          "attention_causal_long", "attention_decode_gqa"]
+          "attention_causal_long", "attention_decode_gqa", "int8_linear", "int8_linear_bf16", "int8_linear_decode",
+          "int8_linear_decode_bf16", "scaled_mm", "scaled_mm_decode"]
 # The options of "braze unfused" per model (see the docstring).
 UNFUSED = {"bert_layer": {"epilogue_fusion": False, "form_attention": False},
            "handwritten_decoder": {"epilogue_fusion": False, "form_attention": False}}
@@ -143,10 +151,15 @@ def main(argv=None) -> int:
             best = {engine: min(v) for engine, v in samples.items()}
         row = {"model": name, "times_s": times, "best_s": best, "rel_err": errors, "stats": stats,
                "load": load.result()}
-        if name in ("decode_mlp", "attention_decode_gqa"):
-            weight_bytes = (sum(p.numel() * p.element_size() for n, p in model.named_parameters() if "fc" in n
-                                and n.endswith("weight")) if name == "decode_mlp"
-                            else sum(t.numel() * t.element_size() for t in inputs[1:3]))
+        if name in ("decode_mlp", "attention_decode_gqa", "int8_linear_decode", "int8_linear_decode_bf16",
+                    "scaled_mm_decode"):
+            if name == "decode_mlp":
+                weight_bytes = sum(p.numel() * p.element_size() for n, p in model.named_parameters()
+                                   if "fc" in n and n.endswith("weight"))
+            elif name == "attention_decode_gqa":
+                weight_bytes = sum(t.numel() * t.element_size() for t in inputs[1:3])
+            else:  # the quantised weight, as stored
+                weight_bytes = model.weight.numel() * model.weight.element_size()
             bandwidth = read_bandwidth(torch, weight_bytes, args.rounds)
             row["weight_bytes"] = weight_bytes
             row["read_bandwidth_GBs"] = bandwidth / 1e9

@@ -195,6 +195,47 @@ class Attention(nn.Module):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask[0] if mask else None, **self.options)
 
 
+class Int8Linear(nn.Module):
+    """A weight-only int8 linear layer as torchao's int8 weight-only
+    quantisation writes it, `F.linear(x, w.to(x.dtype)) * scale` (the
+    weight int8 [N, K], one scale per output channel), then SiLU: a LLaMA
+    MLP's gate projection."""
+
+    def __init__(self, d=4096, hidden=4096, dtype=torch.float32):
+        super().__init__()
+        weight = torch.randn(hidden, d) / d**0.5
+        scale = weight.abs().amax(1) / 127
+        self.register_buffer("weight", (weight / scale[:, None]).round().clamp(-128, 127).to(torch.int8))
+        self.register_buffer("scale", scale.to(dtype))
+
+    def forward(self, x):
+        return F.silu(F.linear(x, self.weight.to(x.dtype)) * self.scale)
+
+
+class ScaledLinear(nn.Module):
+    """An fp8 (e4m3) linear layer: torch._scaled_mm of the input (quantised
+    ahead of it, a scale per row) and the weight (a scale per output
+    channel), with a bias, bf16 out."""
+
+    def __init__(self, d=4096, hidden=4096):
+        super().__init__()
+        weight = torch.randn(hidden, d) / d**0.5
+        scale = weight.abs().amax(1, keepdim=True) / 448
+        self.register_buffer("weight", (weight / scale).to(torch.float8_e4m3fn))
+        self.register_buffer("weight_scale", scale.t().contiguous())  # [1, N]
+        self.register_buffer("bias", torch.randn(hidden).to(torch.bfloat16))
+
+    def forward(self, x, x_scale):
+        return torch._scaled_mm(x, self.weight.t(), x_scale, self.weight_scale, bias=self.bias,
+                                out_dtype=torch.bfloat16)
+
+
+def _float8_rows(x):
+    """x quantised to e4m3 with a scale per row (amax / 448)."""
+    scale = x.abs().amax(1, keepdim=True) / 448
+    return (x / scale).to(torch.float8_e4m3fn), scale
+
+
 def _attention(rand, batch, heads, length, keys, dim, mask=None, dtype=torch.float32, kv_heads=None, **options):
     q = rand(batch, heads, length, dim).to(dtype)
     k, v = (rand(batch, kv_heads or heads, keys, dim).to(dtype) for _ in range(2))
@@ -238,6 +279,12 @@ def build(name: str, seed: int = 0):
         return BertLayer().eval(), (rand(8, 128, 768), torch.zeros(8, 1, 1, 128))
     if name == "decode_mlp":
         return MLP().eval(), (rand(4, 1, 1024),)
+    if name.startswith("int8_linear"):
+        dtype = torch.bfloat16 if name.endswith("_bf16") else torch.float32
+        rows = 1 if "decode" in name else 128
+        return Int8Linear(dtype=dtype).eval(), (rand(rows, 4096).to(dtype),)
+    if name.startswith("scaled_mm"):
+        return ScaledLinear().eval(), _float8_rows(rand(1 if "decode" in name else 128, 4096))
     if name.startswith("attention_"):
         dtype = torch.bfloat16 if name.endswith("_bf16") else torch.float32
         kind = name.removeprefix("attention_").removesuffix("_bf16")
@@ -267,6 +314,14 @@ MODELS = {
     "bert_layer": ("BERT-style post-norm encoder layer, d 768, 12 heads, attention spelled out with an additive "
                    "mask, FFN 768->3072->768 GELU; x [8, 128, 768]"),
     "decode_mlp": "the mlp model at decode shapes (GEMV): x [4, 1, 1024]",
+    "int8_linear": ("int8-weight linear 4096->4096 (F.linear(x, w.to(x.dtype)) * scale, a scale per output "
+                    "channel) + SiLU, f32 activations; x [128, 4096]"),
+    "int8_linear_bf16": "int8_linear with bf16 activations and scale",
+    "int8_linear_decode": "int8_linear at a decode shape (GEMV): x [1, 4096]",
+    "int8_linear_decode_bf16": "int8_linear_decode with bf16 activations and scale",
+    "scaled_mm": ("torch._scaled_mm, e4m3 x e4m3, row-wise scales ([M, 1] for x, [1, N] for the weight), "
+                  "bf16 bias and result, 4096->4096; x [128, 4096]"),
+    "scaled_mm_decode": "scaled_mm at a decode shape: x [1, 4096]",
     "attention_additive": "SDPA with BERT's additive key-padding mask [8, 1, 1, 128]; q, k, v [8, 12, 128, 64]",
     "attention_additive_bf16": "attention_additive in bf16",
     "attention_boolean": "SDPA with a causal boolean mask [512, 512]; q, k, v [2, 8, 512, 64]",
