@@ -16,8 +16,16 @@
 using namespace mlir;
 using namespace braze;
 
-static std::string formatDim(int64_t size) {
+std::string braze::formatDim(int64_t size) {
   return ShapedType::isDynamic(size) ? "?" : std::to_string(size);
+}
+
+bool braze::dimsAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+bool braze::isFloat8(Type type) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(type);
 }
 
 static RankedTensorType tensorTypeOf(Value value) {

@@ -47,6 +47,15 @@ parseIotaTerm(mlir::OpAsmParser &parser,
 void printIotaTerm(mlir::OpAsmPrinter &printer, mlir::Operation *op,
                    mlir::Value dynamic, mlir::FloatAttr constant);
 
+/// A dim for messages: its size, or `?` when dynamic.
+std::string formatDim(int64_t size);
+
+/// Whether two dims can be one size (equal, or either dynamic).
+bool dimsAgree(int64_t a, int64_t b);
+
+/// Whether `type` is an 8-bit float (f8E4M3FN, f8E5M2: braze.scaled_mm's).
+bool isFloat8(mlir::Type type);
+
 /// The operand and result checks braze.attention and braze.flash_attention
 /// share (shapes, element types, the mask, `causal` against a mask, the
 /// scale).

@@ -6,15 +6,6 @@ using namespace mlir;
 using namespace braze;
 
 namespace {
-std::string formatDim(int64_t size) {
-  return ShapedType::isDynamic(size) ? "?" : std::to_string(size);
-}
-
-/// Whether two dims can be equal (equal, or one unknown).
-bool agree(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
 /// The accumulator types a product of `element`s may use.
 bool isAccumulatorFor(Type accumulator, Type element) {
   if (isa<FloatType>(element))
@@ -24,8 +15,6 @@ bool isAccumulatorFor(Type accumulator, Type element) {
            accumulator.isSignlessInteger(64);
   return false;
 }
-
-bool isFloat8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
 
 /// Whether a product of `lhs` and `rhs` elements is one the kernels run:
 /// one type, two 8-bit floats (widened), or floats times an int8 weight
@@ -76,7 +65,7 @@ LogicalResult FusedGemmOp::verify() {
   ArrayRef<int64_t> l = lhs.getShape(), r = rhs.getShape(),
                     out = result.getShape();
   for (int64_t b = 0; b < rank - 2; ++b)
-    if (!agree(l[b], r[b]) || !agree(l[b], out[b]))
+    if (!dimsAgree(l[b], r[b]) || !dimsAgree(l[b], out[b]))
       return emitOpError("batch dim ")
              << b << " is " << formatDim(l[b]) << " in lhs, "
              << formatDim(r[b]) << " in rhs and " << formatDim(out[b])
@@ -84,11 +73,11 @@ LogicalResult FusedGemmOp::verify() {
   bool tl = getTransposeLhs(), tr = getTransposeRhs();
   int64_t m = l[rank - (tl ? 1 : 2)], lk = l[rank - (tl ? 2 : 1)];
   int64_t rk = r[rank - (tr ? 1 : 2)], n = r[rank - (tr ? 2 : 1)];
-  if (!agree(lk, rk))
+  if (!dimsAgree(lk, rk))
     return emitOpError("contraction dim mismatch: lhs has K = ")
            << formatDim(lk) << " but rhs has K = " << formatDim(rk)
            << (tl || tr ? " (after the transpose flags)" : "");
-  if (!agree(m, out[rank - 2]) || !agree(n, out[rank - 1]))
+  if (!dimsAgree(m, out[rank - 2]) || !dimsAgree(n, out[rank - 1]))
     return emitOpError("result must be [..., M, N] = [..., ")
            << formatDim(m) << ", " << formatDim(n) << "], got [..., "
            << formatDim(out[rank - 2]) << ", " << formatDim(out[rank - 1])
@@ -99,7 +88,7 @@ LogicalResult FusedGemmOp::verify() {
     ArrayRef<int64_t> want = statistic ? out.drop_back() : out;
     bool fits = type.getRank() == static_cast<int64_t>(want.size()) &&
                 llvm::all_of(llvm::zip(type.getShape(), want), [](auto dims) {
-                  return agree(std::get<0>(dims), std::get<1>(dims));
+                  return dimsAgree(std::get<0>(dims), std::get<1>(dims));
                 });
     if (!fits)
       return emitOpError("result #")
@@ -121,7 +110,7 @@ LogicalResult FusedGemmOp::verify() {
       return emitOpError(name)
              << " must be f32, bf16 or f16, got " << element;
     if (type.getRank() > 1 ||
-        (type.getRank() == 1 && !agree(type.getDimSize(0), rows)))
+        (type.getRank() == 1 && !dimsAgree(type.getDimSize(0), rows)))
       return emitOpError(name)
              << " must be a scalar (rank 0) or have one element per "
              << (StringRef(name) == "lhs_scale" ? "row (M = " : "column (N = ")
@@ -146,12 +135,12 @@ LogicalResult FusedGemmOp::verify() {
       fits = (shape.size() == 2 || shape.size() == static_cast<size_t>(rank)) &&
              llvm::all_of(llvm::zip(llvm::reverse(shape), llvm::reverse(out)),
                           [](auto dims) {
-                            return agree(std::get<0>(dims), std::get<1>(dims));
+                            return dimsAgree(std::get<0>(dims), std::get<1>(dims));
                           });
     else if (how == "n")
-      fits = shape.size() == 1 && agree(shape[0], n);
+      fits = shape.size() == 1 && dimsAgree(shape[0], n);
     else if (how == "m")
-      fits = shape.size() == 1 && agree(shape[0], m);
+      fits = shape.size() == 1 && dimsAgree(shape[0], m);
     else if (how == "scalar")
       fits = shape.empty();
     else

@@ -132,12 +132,6 @@ LogicalResult ConvolutionOp::verify() {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-/// Whether static sizes `a` and `b` can be one size (either dynamic, or
-/// equal).
-static bool sameSize(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
 LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
                                     Value keyValue, Value valueValue,
                                     Value mask, Value resultValue, bool causal,
@@ -161,19 +155,19 @@ LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
                        "type");
   ArrayRef<int64_t> q = query.getShape(), k = key.getShape(),
                     v = value.getShape(), r = result.getShape();
-  if (!sameSize(q[rank - 1], k[rank - 1]))
+  if (!dimsAgree(q[rank - 1], k[rank - 1]))
     return op->emitOpError("query and key must have one embedding size, got ")
            << q[rank - 1] << " and " << k[rank - 1];
-  if (!sameSize(k[rank - 2], v[rank - 2]))
+  if (!dimsAgree(k[rank - 2], v[rank - 2]))
     return op->emitOpError("key and value must have one sequence length, got ")
            << k[rank - 2] << " and " << v[rank - 2];
-  if (!sameSize(r[rank - 2], q[rank - 2]) ||
-      !sameSize(r[rank - 1], v[rank - 1]))
+  if (!dimsAgree(r[rank - 2], q[rank - 2]) ||
+      !dimsAgree(r[rank - 1], v[rank - 1]))
     return op->emitOpError("result must be batch... x L x Ev (")
            << q[rank - 2] << " x " << v[rank - 1] << "), got " << result;
   for (int64_t dim = 0; dim < rank - 2; ++dim) {
     for (int64_t other : {k[dim], v[dim]}) {
-      bool broadcast = other == 1 || sameSize(other, q[dim]);
+      bool broadcast = other == 1 || dimsAgree(other, q[dim]);
       // Grouped-query attention: key/value heads divide query heads.
       bool grouped = gqa && dim == rank - 3 &&
                      !ShapedType::isDynamic(other) &&
@@ -184,7 +178,7 @@ LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
                << ") does not broadcast to the query's (" << q[dim] << ")"
                << (gqa ? "" : "; grouped heads need `gqa`");
     }
-    if (!sameSize(r[dim], q[dim]))
+    if (!dimsAgree(r[dim], q[dim]))
       return op->emitOpError("result batch dim ")
              << dim << " must be the query's (" << q[dim] << "), got "
              << r[dim];

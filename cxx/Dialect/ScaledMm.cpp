@@ -6,14 +6,6 @@ using namespace mlir;
 using namespace braze;
 
 namespace {
-std::string formatDim(int64_t size) {
-  return ShapedType::isDynamic(size) ? "?" : std::to_string(size);
-}
-
-bool agree(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
 /// A per-tensor scale: one element (rank 0, [1] or [1, 1]).
 bool isSingleton(Value value) {
   auto type = cast<RankedTensorType>(value.getType());
@@ -36,21 +28,21 @@ LogicalResult ScaledMmOp::verify() {
            << lhs.getRank() << ", " << rhs.getRank() << " and "
            << result.getRank();
   int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1), n = rhs.getDimSize(1);
-  if (!agree(k, rhs.getDimSize(0)))
+  if (!dimsAgree(k, rhs.getDimSize(0)))
     return emitOpError("contraction dim mismatch: lhs has K = ")
            << formatDim(k) << " but rhs has K = "
            << formatDim(rhs.getDimSize(0));
-  if (!agree(m, result.getDimSize(0)) || !agree(n, result.getDimSize(1)))
+  if (!dimsAgree(m, result.getDimSize(0)) || !dimsAgree(n, result.getDimSize(1)))
     return emitOpError("result must be [M, N] = [")
            << formatDim(m) << ", " << formatDim(n) << "], got " << result;
   if (isRowWise()) {
     auto lhsScale = cast<RankedTensorType>(getLhsScale().getType());
     auto rhsScale = cast<RankedTensorType>(getRhsScale().getType());
     bool rowsFit = lhsScale.getRank() == 2 &&
-                   agree(lhsScale.getDimSize(0), m) &&
+                   dimsAgree(lhsScale.getDimSize(0), m) &&
                    lhsScale.getDimSize(1) == 1;
     bool columnsFit = rhsScale.getRank() == 2 && rhsScale.getDimSize(0) == 1 &&
-                      agree(rhsScale.getDimSize(1), n);
+                      dimsAgree(rhsScale.getDimSize(1), n);
     if (!rowsFit || !columnsFit)
       return emitOpError("scales must be both per tensor (one element: rank "
                          "0, [1] or [1, 1]) or both row-wise (lhs_scale [M, "
@@ -60,7 +52,7 @@ LogicalResult ScaledMmOp::verify() {
   }
   if (Value bias = getBias()) {
     auto type = cast<RankedTensorType>(bias.getType());
-    if (type.getRank() != 1 || !agree(type.getDimSize(0), n))
+    if (type.getRank() != 1 || !dimsAgree(type.getDimSize(0), n))
       return emitOpError("bias must be [N] = [")
              << formatDim(n) << "], got " << type;
   }

@@ -53,8 +53,6 @@ bool isSplatConstant(Value value) {
   return constant && isa<SplatElementsAttr>(constant.getValue());
 }
 
-bool isFloat8(Type type) { return isa<Float8E4M3FNType, Float8E5M2Type>(type); }
-
 /// Whether `permute` swaps the last two dims and keeps the others.
 bool swapsLastTwo(PermuteOp permute) {
   ArrayRef<int64_t> order = permute.getPermutation();
