@@ -194,17 +194,19 @@ INT8_TOLERANCE = {torch.float32: 2e-5, torch.bfloat16: 2e-2}
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
 @pytest.mark.parametrize("form", ["matmul", "linear", "scale_after"])
 @pytest.mark.parametrize("bias", [False, True], ids=["", "bias"])
-def test_int8_weight_matches_eager(dtype, form, bias):
-    """Each form, dynamic M (1, 37, 300 rows) and K = 67, reads the int8
-    weight in place: one fused GEMM, no kernel making the dequantised
+@pytest.mark.parametrize("depth", [67, 300])
+def test_int8_weight_matches_eager(dtype, form, bias, depth):
+    """Each form, dynamic M (1, 37, 300 rows) and K = 67 or 300 (f32: the
+    widened blocks of K, WIDEN_DEPTH each, and a short last one), reads the
+    int8 weight in place: one fused GEMM, no kernel making the dequantised
     weight, and eager's numbers (bf16: eager rounds w * s to bf16 before
     its product, braze scales the f32 accumulator: within bf16 rounding)."""
-    model = _Int8Linear(48, 67, dtype, form, bias)
-    x = torch.randn(5, 67).to(dtype)
+    model = _Int8Linear(48, depth, dtype, form, bias)
+    x = torch.randn(5, depth).to(dtype)
     compiled = braze.compile(model, (x,), dynamic_shapes=({0: torch.export.Dim("rows", max=512)},))
     assert compiled.stats["fused_gemms"] == 1 and compiled.stats["kernels"] == 1
     for rows in (1, 37, 300):
-        x = torch.randn(rows, 67).to(dtype)
+        x = torch.randn(rows, depth).to(dtype)
         with torch.no_grad():
             _close(compiled(x), model(x), INT8_TOLERANCE[dtype])
 

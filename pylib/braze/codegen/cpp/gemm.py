@@ -37,6 +37,13 @@ PANEL_COLUMNS = 1024
 MIN_PANEL_COLUMNS = 64
 PANEL_FLOATS = 1 << 20  # 4 MiB of f32 per thread's panel
 GEMV_ROWS = 16
+# The depth of the blocks a narrow operand is widened in for an f32/f64
+# product (panels form): measured on int8_linear (128x4096x4096, int8
+# weight, f32 activations), blocks of 128 ran 0.85-0.91x the time of
+# widening all of K per panel, 256 0.87-1.04x, 512 and more no better; for a
+# bf16/f16 product (MKL's half GEMM, AMX) any blocking was slower (0.76-1.5x
+# more time at 128-1024), so those widen all of K.
+WIDEN_DEPTH = 128
 # The lanes of a GEMV's dot products. A 1-byte weight (int8, fp8) is bound
 # by its widening, not by memory: 64 lanes (more independent FMA chains)
 # measured 1.7-2x faster than 16 for int8 x f32/bf16 at 4096 x 4096 on one
@@ -345,29 +352,45 @@ class GemmRenderer:
         batches = " * ".join(f"n{d}" for d in range(a.batch)) or "1"
         lines, yielded = self._element(f"acc[r * cols + c]")
         stores = self._stores(yielded)
-        if product in ("bf16", "f16"):
-            call = (f"bz_gemm_half(bz_gemm_{product}, {str(a.transpose_lhs).lower()}, {str(a.transpose_rhs).lower()}, "
-                    "rows, cols, " + k + ", lhs, lhs_ld, rhs, rhs_ld, acc, cols);")
-        else:
-            call = (f"bz_gemm({str(a.transpose_lhs).lower()}, {str(a.transpose_rhs).lower()}, rows, cols, {k}, "
-                    "lhs, lhs_ld, rhs, rhs_ld, acc, cols);")
         lhs_offset = "m0" if a.transpose_lhs else "m0 * lda"
         rhs_offset = "c0 * ldb" if a.transpose_rhs else "c0"
-        # A widened matrix: its block of the panel, converted into the thread's buffer first.
+        # A widened matrix (a narrow operand, see GemmAnalysis.product_type)
+        # is converted into the thread's buffer before the BLAS reads it: its
+        # block of the panel, all of K for a half product; for an f32/f64
+        # product the panel's product runs over blocks of WIDEN_DEPTH of K
+        # (each widened block stays in cache for the BLAS), summed into the
+        # panel's accumulator.
+        widened = self._widened(0) or self._widened(1)
+        blocked = widened and product in ("f32", "f64")
+        depth = "kc" if blocked else k
+        beta = f", k0 == 0 ? 0 : 1" if blocked else ""
+        transposes = f"{str(a.transpose_lhs).lower()}, {str(a.transpose_rhs).lower()}"
+        if product in ("bf16", "f16"):
+            call = (f"bz_gemm_half(bz_gemm_{product}, {transposes}, rows, cols, {depth}, lhs, lhs_ld, rhs, rhs_ld, "
+                    f"acc, cols{beta});")
+        else:
+            call = f"bz_gemm({transposes}, rows, cols, {depth}, lhs, lhs_ld, rhs, rhs_ld, acc, cols{beta});"
         product_c = self.epilogue.storage_type(a.product_element)
         widen_alloc, matrices = [], []
-        for number, (name, offset, ld, transposed, block) in enumerate([
-                ("lhs", lhs_offset, "lda", a.transpose_lhs, ("rows", k)),
-                ("rhs", rhs_offset, "ldb", a.transpose_rhs, (k, "cols"))]):
-            stored = f"in{number} + base{number} + {offset}"
+        for number, (name, offset, ld, transposed, block, depth_offset) in enumerate([
+                ("lhs", lhs_offset, "lda", a.transpose_lhs, ("rows", depth), "k0 * lda" if a.transpose_lhs else "k0"),
+                ("rhs", rhs_offset, "ldb", a.transpose_rhs, (depth, "cols"), "k0" if a.transpose_rhs else "k0 * ldb")]):
+            stored = f"in{number} + base{number} + {offset}" + (f" + {depth_offset}" if blocked else "")
             if not self._widened(number):
                 matrices += [f"const auto* {name} = {stored};", f"const int64_t {name}_ld = {ld};"]
                 continue
             rows, cols = block[::-1] if transposed else block
-            largest = f"panel_rows * {k}" if number == 0 else f"{k} * panel_cols"
+            block_depth = WIDEN_DEPTH if blocked else k
+            largest = f"panel_rows * {block_depth}" if number == 0 else f"{block_depth} * panel_cols"
             widen_alloc.append(f"    {product_c}* wide{number} = ({product_c}*)std::malloc(sizeof({product_c}) * {largest});")
             matrices += [self._widen_call(number, stored, ld, rows, cols),
                          f"const auto* {name} = wide{number};", f"const int64_t {name}_ld = {cols};"]
+        if blocked:
+            product_lines = [f"for (int64_t k0 = 0; k0 < {k}; k0 += {WIDEN_DEPTH}) {{",
+                             f"  const int64_t kc = std::min<int64_t>({WIDEN_DEPTH}, {k} - k0);",
+                             *["  " + line for line in matrices], f"  {call}", "}"]
+        else:
+            product_lines = matrices + [call]
         out = [
             f"  const int64_t batches = {batches};",
             "  const int64_t threads = std::max<int64_t>(1, omp_get_max_threads());",
@@ -394,8 +417,7 @@ class GemmRenderer:
             "      int64_t m0, rows;",
             f"      bz_panel_rows(pr, {m}, row_panels, &m0, &rows);",
             f"      const int64_t c0 = pc * panel_cols, cols = std::min<int64_t>(panel_cols, {n} - c0);",
-            *["      " + line for line in matrices],
-            f"      {call}",
+            *["      " + line for line in product_lines],
             "      for (int64_t r = 0; r < rows; ++r) {",
             f"        const int64_t i{a.m} = m0 + r;",
         ]
