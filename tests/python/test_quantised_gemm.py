@@ -267,3 +267,24 @@ def test_int8_weight_reference_before_and_after_the_pass(dtype):
     control = braze.compile_mlir(text, options={"epilogue_fusion": False})
     assert control.stats["fused_gemms"] == 0 and control.stats["gemms"] == 1
     _close(control(*inputs)[0], before, INT8_TOLERANCE[dtype])
+
+
+def test_int8_weight_dynamic_depth():
+    """A dynamic K, empty included (the product is then zeros), through the
+    blocked widening of an f32 product and its short last block."""
+    text = """
+func.func @f(%x: tensor<?x?xf32>, %w: tensor<48x?xi8>, %s: tensor<48xf32>) -> tensor<?x48xf32> {
+  %wf = braze.cast %w : tensor<48x?xi8> to tensor<48x?xf32>
+  %t = braze.permute %wf [1, 0] : tensor<48x?xf32> -> tensor<?x48xf32>
+  %y = braze.matmul %x, %t : tensor<?x?xf32>, tensor<?x48xf32> -> tensor<?x48xf32>
+  %z = braze.mul %y, %s : tensor<?x48xf32>, tensor<48xf32> -> tensor<?x48xf32>
+  return %z : tensor<?x48xf32>
+}"""
+    program = braze.compile_mlir(text)
+    assert program.stats["fused_gemms"] == 1
+    g = torch.Generator().manual_seed(5)
+    for depth in (0, 5, 300):
+        x = torch.randn(40, depth, generator=g)
+        w = torch.randint(-128, 128, (48, depth), generator=g, dtype=torch.int8)
+        s = torch.rand(48, generator=g)
+        _close(program(x, w, s)[0], (x @ w.float().t()) * s, 1e-5)

@@ -363,7 +363,7 @@ class GemmRenderer:
         widened = self._widened(0) or self._widened(1)
         blocked = widened and product in ("f32", "f64")
         depth = "kc" if blocked else k
-        beta = f", k0 == 0 ? 0 : 1" if blocked else ""
+        beta = ", k0 == 0 ? 0 : 1" if blocked else ""
         transposes = f"{str(a.transpose_lhs).lower()}, {str(a.transpose_rhs).lower()}"
         if product in ("bf16", "f16"):
             call = (f"bz_gemm_half(bz_gemm_{product}, {transposes}, rows, cols, {depth}, lhs, lhs_ld, rhs, rhs_ld, "
@@ -384,9 +384,11 @@ class GemmRenderer:
             largest = f"panel_rows * {block_depth}" if number == 0 else f"{block_depth} * panel_cols"
             widen_alloc.append(f"    {product_c}* wide{number} = ({product_c}*)std::malloc(sizeof({product_c}) * {largest});")
             matrices += [self._widen_call(number, stored, ld, rows, cols),
-                         f"const auto* {name} = wide{number};", f"const int64_t {name}_ld = {cols};"]
+                         f"const auto* {name} = wide{number};",
+                         f"const int64_t {name}_ld = std::max<int64_t>({cols}, 1);"]  # the BLAS wants 1 or more
         if blocked:
-            product_lines = [f"for (int64_t k0 = 0; k0 < {k}; k0 += {WIDEN_DEPTH}) {{",
+            # One block at least: with K = 0 the BLAS still writes the zeros.
+            product_lines = [f"for (int64_t k0 = 0; k0 < std::max<int64_t>({k}, 1); k0 += {WIDEN_DEPTH}) {{",
                              f"  const int64_t kc = std::min<int64_t>({WIDEN_DEPTH}, {k} - k0);",
                              *["  " + line for line in matrices], f"  {call}", "}"]
         else:
