@@ -241,6 +241,15 @@ class _TritonTiledCall(_TritonKernelCall):
             # With row statistics a program walks whole rows (the outputs come first, [B..., M, N]).
             self.whole_rows = any(t.rank < spec.result_types[0].rank for t in spec.result_types)
 
+    def launch(self, inputs, outputs, extents, sizes) -> int:
+        if interpreting() and self.gemm and (inputs[0].element_size() == 1 or (
+                inputs[1].element_size() == 1 and inputs[0].dtype == torch.bfloat16)):
+            # Triton 3.9's interpreter converts neither 8-bit floats nor int8 to bf16 correctly
+            # (bf16 is raw bits to it); the kernel widens them to bf16 as it loads, exactly, so
+            # here they come widened already.
+            inputs = [t.to(torch.bfloat16) if n < 2 else t for n, t in enumerate(inputs)]
+        return super().launch(inputs, outputs, extents, sizes)
+
     def grid(self, extents: list, config: TileConfig) -> tuple[int, int]:
         b = self.batch_dims
         batches = math.prod(extents[:b])
@@ -266,6 +275,10 @@ class _TritonTiledCall(_TritonKernelCall):
         if not config.unfused:
             return [outputs[0]]
         lhs, rhs = (t.mT if transposed else t for t, transposed in zip(inputs[:2], self.transpose))
+        if lhs.element_size() == 1:  # 8-bit floats: torch's GEMM takes them widened (exactly)
+            lhs, rhs = lhs.float(), rhs.float()
+        elif rhs.dtype != lhs.dtype:  # an int8 weight, widened (exactly) to the activations' type
+            rhs = rhs.to(lhs.dtype)
         return [torch.matmul(lhs, rhs).contiguous()]
 
 

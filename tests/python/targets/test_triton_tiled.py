@@ -183,8 +183,55 @@ func.func @f(%x: tensor<8x16xi8>, %w: tensor<16x8xi8>) -> tensor<8x8xi32> {
   }
   return %y : tensor<8x8xi32>
 }"""
-    with pytest.raises(braze.BrazeError, match="no tl.dot of i8 operands"):
+    with pytest.raises(braze.BrazeError, match="no tl.dot of i8 x i8 operands"):
         braze.codegen.emit(braze.parse(text), "triton")
+
+
+def _int8_linear(x, w, s, b):
+    """An int8 weight dequantised for one linear, as torchao writes it."""
+    return F.silu(F.linear(x, w.to(x.dtype) * s[:, None], b))
+
+
+def _scaled_mm(a, b, sa, sb, bias):
+    return torch._scaled_mm(a, b.t(), sa, sb, bias=bias, out_dtype=torch.bfloat16)
+
+
+def _quantised(case: str, m: int = 9):
+    """(function, args) of a quantised GEMM: an int8 weight with f32 or
+    bf16 activations, or e4m3 operands with per-tensor or row-wise scales."""
+    if case.startswith("int8"):
+        dtype = torch.bfloat16 if case.endswith("bf16") else torch.float32
+        w = torch.randint(-127, 128, (24, 70), generator=torch.Generator().manual_seed(1), dtype=torch.int8)
+        scale = (_random(24, seed=2).abs() / 64 + 1e-3).to(dtype)
+        return _int8_linear, (_random(m, 70, dtype=dtype), w, scale, _random(24, dtype=dtype, seed=3))
+    a, b = _random(m, 48).to(torch.float8_e4m3fn), _random(32, 48, seed=1).to(torch.float8_e4m3fn)
+    rowwise = case.endswith("rowwise")
+    sa = _random(m, 1, seed=2).abs() + 0.5 if rowwise else torch.tensor(0.75)
+    sb = _random(1, 32, seed=3).abs() + 0.5 if rowwise else torch.tensor(1.5)
+    return _scaled_mm, (a, b, sa, sb, _random(32, dtype=torch.bfloat16, seed=4))
+
+
+QUANTISED = ["int8_f32", "int8_bf16", "e4m3_tensorwise", "e4m3_rowwise"]
+
+
+@pytest.mark.parametrize("case", QUANTISED)
+@pytest.mark.parametrize("unfused", [False, True], ids=["fused", "unfused"])
+def test_quantised_gemms_match_eager(interpreter, monkeypatch, case, unfused):
+    """The narrow operand read in place and widened exactly as it is loaded
+    (an int8 weight to the activations' type, 8-bit floats to bf16), the
+    scales on the accumulator; the unfused alternative widens for torch's
+    GEMM. M of 9 and of 1 (decode)."""
+    if unfused:
+        monkeypatch.setattr(autotune, "interpreter_choice", lambda space: next(c for c in space if c.unfused))
+    for m in (9, 1):
+        function, args = _quantised(case, m)
+        compiled = braze.compile(Apply(function), args, target="triton")
+        assert compiled.stats["fused_gemms"] == 1
+        got, expected = compiled(*args), function(*args)
+        # Relative to the largest value: eager rounds the scaled weight to bf16 before its
+        # product, braze scales the f32 accumulator.
+        tolerance = TOLERANCE[expected.dtype] * max(expected.float().abs().max().item(), 1.0)
+        assert got.dtype == expected.dtype and (got.float() - expected.float()).abs().max().item() <= tolerance
 
 
 # -- flash attention ------------------------------------------------------------
@@ -343,7 +390,8 @@ def test_every_tiled_kernel_compiles_ahead_of_time(gpu):
                 (_sdpa(), _qkv(2, 4, 256, 256, 64) + (mask,), "first"),
                 (_sdpa(), _qkv(2, 4, 256, 256, 64) + (mask > -1,), "first"),
                 (_sdpa(enable_gqa=True), _qkv(2, 8, 256, 256, 64, kv_heads=2), "first"),
-                (SCALED, None, "first"), (SCALED_RESIDUAL, None, "first")]
+                (SCALED, None, "first"), (SCALED_RESIDUAL, None, "first"),
+                *((*_quantised(case, 256), "first") for case in QUANTISED)]
     jobs = []
     for function, args, which in programs:
         source, (spec,) = _tiled_specs(function, args)
@@ -351,5 +399,5 @@ def test_every_tiled_kernel_compiles_ahead_of_time(gpu):
         chosen = space if which == "every" else [space[0]] + [c for c in space if getattr(c, "unfused", False)]
         jobs.append((source, [(spec, config) for config in chosen]))
     binaries = aot_compile(jobs, gpu)  # a refused kernel fails here, naming each
-    assert sum(len(kernels) for _, kernels in jobs) >= 29
+    assert sum(len(kernels) for _, kernels in jobs) >= 37
     assert all(b[:4] == b"\x7fELF" for module in binaries for b in module)

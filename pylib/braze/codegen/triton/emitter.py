@@ -73,7 +73,7 @@ TYPES = {"f64": "tl.float64", "f32": "tl.float32", "f16": "tl.float16", "bf16": 
 HALF = ("f16", "bf16")
 # Triton signature strings (triton.compile's ASTSource) per element type.
 SIGNATURE_TYPES = {"f64": "fp64", "f32": "fp32", "f16": "fp16", "bf16": "bf16", "i64": "i64", "i32": "i32",
-                   "i16": "i16", "i8": "i8", "i1": "i1", "index": "i64"}
+                   "i16": "i16", "i8": "i8", "i1": "i1", "index": "i64", "f8E4M3FN": "fp8e4nv", "f8E5M2": "fp8e5"}
 UNSIGNED = {"i64": "tl.uint64", "i32": "tl.uint32", "i16": "tl.uint16", "i8": "tl.uint8"}
 
 # Math: triton.language where its interpreter and both GPU backends have

@@ -42,6 +42,9 @@ from braze.errors import BrazeError
 
 # Operand element types `tl.dot` takes here (f32 accumulation; f64 for f64).
 DOT_TYPES = ("f32", "f16", "bf16", "f64")
+# Operands stored narrower than they multiply: 8-bit floats (scaled_mm)
+# are widened exactly to bf16, an int8 weight to the activations' type.
+FLOAT8 = ("f8E4M3FN", "f8E5M2")
 
 
 def batch_indices(dims: int) -> list[str]:
@@ -79,9 +82,15 @@ class GemmRenderer:
         self.a = analysis
         self.epilogue = EpilogueRenderer()
         element = type_name(analysis.element)
-        if element not in DOT_TYPES:
-            raise BrazeError(f"fused GEMM {analysis.name}: the Triton renderer has no tl.dot of {element} "
-                             f"operands (it spells {', '.join(DOT_TYPES)})")
+        stored = (element, type_name(analysis.rhs.type.element_type))
+        # The type both operands multiply in; a narrower one is widened (exactly) as it is loaded.
+        element = "bf16" if element in FLOAT8 else element
+        if element not in DOT_TYPES or any(t != element and t not in FLOAT8 + ("i8",) for t in stored):
+            raise BrazeError(f"fused GEMM {analysis.name}: the Triton renderer has no tl.dot of "
+                             f"{' x '.join(stored)} operands (it spells {', '.join(DOT_TYPES)}, an 8-bit float "
+                             f"pair widened to bf16, or an i8 weight widened to the activations' type)")
+        self.widen = [f".to({TYPES[element]})" if t != element else "" for t in stored]
+        self.zero = ["0" if t == "i8" else "0.0" for t in stored]  # what a masked load reads
         self.accumulator = "tl.float64" if element == "f64" else "tl.float32"
         # f32 products in IEEE f32, as eager's (TF32 is an opt-in there).
         self.precision = ', input_precision="ieee"' if element in ("f32", "f64") else ""
@@ -135,8 +144,10 @@ class GemmRenderer:
             f"{indent}    rhs = in1 + {self._batch_base(1)}n * s1_{rhs_n}",
             f"{indent}    for k0 in range(0, {k}, BLOCK_K):",
             f"{indent}        k = k0 + tl.arange(0, BLOCK_K)",
-            f"{indent}        a = tl.load(lhs + k[None, :] * s0_{lhs_k}, mask=mask_m & (k[None, :] < {k}), other=0.0)",
-            f"{indent}        b = tl.load(rhs + k[:, None] * s1_{rhs_k}, mask=(k[:, None] < {k}) & mask_n, other=0.0)",
+            f"{indent}        a = tl.load(lhs + k[None, :] * s0_{lhs_k}, mask=mask_m & (k[None, :] < {k}), other={self.zero[0]})"
+            f"{self.widen[0]}",
+            f"{indent}        b = tl.load(rhs + k[:, None] * s1_{rhs_k}, mask=(k[:, None] < {k}) & mask_n, other={self.zero[1]})"
+            f"{self.widen[1]}",
             f"{indent}        acc = tl.dot(a, b, acc{self.precision})",
         ]
 
