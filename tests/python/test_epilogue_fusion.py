@@ -149,6 +149,21 @@ def test_decode_gemv(case, dtype, rows, depth):
     _check(text, _inputs(shapes, rows, torch_dtype, seed=depth, k=depth), tolerance)
 
 
+@pytest.mark.parametrize("rows", [1, 64])
+def test_an_empty_depth_gives_the_epilogue_of_zeros(rows):
+    """K = 0: the product is zeros (the BLAS needs row strides of at least
+    1 for it, on the panel path; the GEMV reads nothing)."""
+    def linear_gelu(x, w, b):
+        return torch.nn.functional.gelu(torch.nn.functional.linear(x, w, b))
+
+    from braze.testing.modules import Apply
+
+    x, w, b = torch.randn(rows, 0), torch.randn(32, 0), torch.randn(32)
+    compiled = braze.compile(Apply(linear_gelu), (x, w, b))
+    assert compiled.stats["fused_gemms"] == 1
+    torch.testing.assert_close(compiled(x, w, b), linear_gelu(x, w, b))
+
+
 def test_nan_propagates_through_the_row_max():
     """A NaN in the product is the row's max, as eager's amax says."""
     text = CASES["scores_softmax"][0].replace("DT", "f32")

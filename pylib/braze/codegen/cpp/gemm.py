@@ -228,10 +228,10 @@ class GemmRenderer:
             offset += rank
         b = a.batch
         m, n, k = f"n{a.m}", f"n{a.n}", f"n{a.k}"
-        # The BLAS wants a row stride at least the row's length (a size-1
-        # dim carries stride 0 here).
-        lines.append(f"  const int64_t lda = std::max<int64_t>(stride0_{b}, {m if a.transpose_lhs else k});")
-        lines.append(f"  const int64_t ldb = std::max<int64_t>(stride1_{b}, {k if a.transpose_rhs else n});")
+        # The BLAS wants a row stride at least the row's length and at least
+        # 1 (a size-1 dim carries stride 0 here; an empty K has rows of 0).
+        lines.append(f"  const int64_t lda = std::max<int64_t>({{stride0_{b}, {m if a.transpose_lhs else k}, 1}});")
+        lines.append(f"  const int64_t ldb = std::max<int64_t>({{stride1_{b}, {k if a.transpose_rhs else n}, 1}});")
         lines.append("  int failed = 0;")
         lines.append("  (void)sizes;")
         return lines + self._float8_tables()
