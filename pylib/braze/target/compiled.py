@@ -12,6 +12,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,9 @@ from braze.target.opencl import GpuOptions
 
 
 def _version(command: list[str]) -> str:
-    run = subprocess.run(command, capture_output=True, text=True)
+    # In a scratch directory: `ocloc query` also writes its answer to a file there.
+    with tempfile.TemporaryDirectory(prefix="braze-version-") as scratch:
+        run = subprocess.run(command, capture_output=True, text=True, cwd=scratch)
     return (run.stdout or run.stderr).strip()
 
 
