@@ -32,9 +32,9 @@ import torch
 
 from braze.codegen.analysis import KernelSpec
 from braze.errors import BrazeError
+from braze.runtime import cuda_graph
 from braze.runtime.combo import GpuComboCall
-from braze.runtime import executor
-from braze.runtime.executor import KernelCall, StepFactory, failure_flag
+from braze.runtime.executor import KernelCall, StepFactory
 
 # gridDim.x's limit on every architecture braze compiles for (sm_30 on).
 MAX_BLOCKS = 2**31 - 1
@@ -98,8 +98,8 @@ class _DeviceSizes:
     kernels: "CudaKernels"
 
     def _sizes_on_device(self, sizes) -> torch.Tensor:
-        if executor.capture is not None:  # a CUDA graph's warm-up or capture
-            return executor.capture.device_sizes(sizes, self.kernels.to_device)
+        if cuda_graph.capture is not None:  # a CUDA graph's warm-up or capture
+            return cuda_graph.capture.device_sizes(sizes, self.kernels.to_device)
         if self.static_sizes is not None and sizes is self.static_sizes:
             if self.static_sizes_on_device is None:
                 self.static_sizes_on_device = self.kernels.to_device(sizes)
@@ -128,7 +128,7 @@ class _CudaKernelCall(_DeviceSizes, KernelCall):
                                       + [self._sizes_on_device(sizes).data_ptr(), failed.data_ptr()])
         self.kernels.launch(self.function, blocks, threads, parameters)
         # Reading the flag waits for the kernel; kernels that cannot fail do not wait.
-        return failure_flag(failed, self.culprit) if self.spec.can_fail else 0
+        return cuda_graph.failure_flag(failed, self.culprit) if self.spec.can_fail else 0
 
 
 class _CudaComboCall(_DeviceSizes, GpuComboCall):
@@ -151,7 +151,7 @@ class _CudaComboCall(_DeviceSizes, GpuComboCall):
         parameters = KernelParameters([t.data_ptr() for t in tensors]
                                       + [self._sizes_on_device(sizes).data_ptr(), failed.data_ptr()])
         self.kernels.launch(self.function, blocks, self.threads, parameters)
-        return failure_flag(failed, self.culprit) if self.can_fail else 0
+        return cuda_graph.failure_flag(failed, self.culprit) if self.can_fail else 0
 
 
 class CudaKernels(StepFactory):

@@ -25,7 +25,7 @@ A call:
 
 A kernel that can fail (integer division by zero) cannot read its failure
 flag back inside a capture: the flags are collected while capturing
-(`executor.GraphCapture`) and read once after each replay, which then
+(`GraphCapture`) and read once after each replay, which then
 raises like an ordinary call, naming the kernel.
 
 `graphs` is the CUDA graph API (`TorchCudaGraphs`, torch.cuda's); tests
@@ -35,6 +35,7 @@ without a GPU give a stand-in that replays by running the steps again.
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 
 import torch
 
@@ -42,9 +43,79 @@ from braze import logs
 from braze.errors import BrazeError
 from braze.hostops.control_flow import CONTROL_FLOW_OPS
 from braze.hostops.record import TensorType
-from braze.runtime import collectives, executor
+from braze.runtime import collectives
 
 _RUNTIME_LOG = logs.logger("runtime")
+
+
+class GraphCapture:
+    """What capturing a program as a CUDA graph asks of its device
+    kernels, active while the module's `capture` is this object:
+
+    * a kernel that can fail cannot read its failure flag inside a capture
+      (reading waits for the stream): `failure` collects the flag, which
+      `check_failures` reads after every replay;
+    * a kernel's `sizes` array goes to the device by a copy that waits for
+      the host, which a capture cannot hold either: `device_sizes` keeps
+      each array's device copy from the warm-up, and the capture, whose
+      arguments have the warm-up's shapes and strides, finds it there."""
+
+    def __init__(self):
+        self.capturing_now = False
+        self.flags: list[tuple[torch.Tensor, str]] = []
+        self.sizes: dict[bytes, torch.Tensor] = {}
+
+    @contextmanager
+    def warming_up(self):
+        global capture
+        capture = self
+        try:
+            yield
+        finally:
+            capture = None
+
+    @contextmanager
+    def capturing(self):
+        global capture
+        capture, self.capturing_now, self.flags = self, True, []
+        try:
+            yield
+        finally:
+            capture, self.capturing_now = None, False
+
+    def failure(self, flag: torch.Tensor, culprit: str) -> int:
+        if not self.capturing_now:
+            return int(flag.item())
+        self.flags.append((flag, culprit))
+        return 0
+
+    def device_sizes(self, sizes, to_device) -> torch.Tensor:
+        key = bytes(sizes)
+        if key not in self.sizes:
+            if self.capturing_now:
+                raise BrazeError("a kernel's sizes changed between the warm-up and the capture of a CUDA graph")
+            self.sizes[key] = to_device(sizes)
+        return self.sizes[key]
+
+    def check_failures(self) -> None:
+        """After a replay: raises for the first kernel whose flag is set."""
+        if self.flags and bool(torch.stack([flag for flag, _ in self.flags]).any()):
+            culprit = next(c for flag, c in self.flags if int(flag.item()))
+            raise BrazeError(f"{culprit}: integer division by zero")
+
+
+# The warm-up or capture under way, or None.
+capture: GraphCapture | None = None
+
+
+def failure_flag(flag: torch.Tensor, culprit) -> int:
+    """A device kernel's failure flag (a tensor on the device; reading it
+    waits for the stream), or 0 while a CUDA graph captures it (read after
+    each replay); `culprit()` names the kernel."""
+    if capture is not None:
+        return capture.failure(flag, culprit())
+    return int(flag.item())
+
 
 
 class TorchCudaGraphs:
@@ -107,7 +178,7 @@ class GraphedProgram:
         self.read_from: list[tuple] = []  # per argument: where the graph reads it
         self.graph = None
         self.results: list = []
-        self.capture = executor.GraphCapture()
+        self.capture = GraphCapture()
         self.captures = 0  # how many graphs were captured (a moved in-place argument adds one)
 
     def __call__(self, *arguments):

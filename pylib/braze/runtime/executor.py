@@ -34,7 +34,6 @@ import logging
 import time
 import operator
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -205,75 +204,6 @@ class KernelCall:
             raise BrazeError(f"{self.culprit()}: integer division by zero")
         for slot, tensor in zip(self.outputs, outputs):
             env[slot] = tensor
-
-
-class GraphCapture:
-    """What capturing a program as a CUDA graph (runtime/cuda_graph.py)
-    asks of its device kernels, active while `capture` is this object:
-
-    * a kernel that can fail cannot read its failure flag inside a capture
-      (reading waits for the stream): `failure` collects the flag, which
-      `check_failures` reads after every replay;
-    * a kernel's `sizes` array goes to the device by a copy that waits for
-      the host, which a capture cannot hold either: `device_sizes` keeps
-      each array's device copy from the warm-up, and the capture, whose
-      arguments have the warm-up's shapes and strides, finds it there."""
-
-    def __init__(self):
-        self.capturing_now = False
-        self.flags: list[tuple[torch.Tensor, str]] = []
-        self.sizes: dict[bytes, torch.Tensor] = {}
-
-    @contextmanager
-    def warming_up(self):
-        global capture
-        capture = self
-        try:
-            yield
-        finally:
-            capture = None
-
-    @contextmanager
-    def capturing(self):
-        global capture
-        capture, self.capturing_now, self.flags = self, True, []
-        try:
-            yield
-        finally:
-            capture, self.capturing_now = None, False
-
-    def failure(self, flag: torch.Tensor, culprit: str) -> int:
-        if not self.capturing_now:
-            return int(flag.item())
-        self.flags.append((flag, culprit))
-        return 0
-
-    def device_sizes(self, sizes, to_device) -> torch.Tensor:
-        key = bytes(sizes)
-        if key not in self.sizes:
-            if self.capturing_now:
-                raise BrazeError("a kernel's sizes changed between the warm-up and the capture of a CUDA graph")
-            self.sizes[key] = to_device(sizes)
-        return self.sizes[key]
-
-    def check_failures(self) -> None:
-        """After a replay: raises for the first kernel whose flag is set."""
-        if self.flags and bool(torch.stack([flag for flag, _ in self.flags]).any()):
-            culprit = next(c for flag, c in self.flags if int(flag.item()))
-            raise BrazeError(f"{culprit}: integer division by zero")
-
-
-# The capture under way (runtime/cuda_graph.py), or None.
-capture: GraphCapture | None = None
-
-
-def failure_flag(flag: torch.Tensor, culprit) -> int:
-    """A device kernel's failure flag (a tensor on the device; reading it
-    waits for the stream), or 0 while a CUDA graph captures it (read after
-    each replay); `culprit()` names the kernel."""
-    if capture is not None:
-        return capture.failure(flag, culprit())
-    return int(flag.item())
 
 
 def _strides(tensor: torch.Tensor) -> tuple[int, ...]:

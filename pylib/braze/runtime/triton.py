@@ -36,7 +36,8 @@ from braze.codegen.triton import attention
 from braze.errors import BrazeError
 from braze.runtime.autotune import TILED, Config, TileConfig, Tuner, shape_class
 from braze.runtime.combo import ComboCall, launch_size
-from braze.runtime.executor import KernelCall, StepFactory, failure_flag
+from braze.runtime.cuda_graph import failure_flag
+from braze.runtime.executor import KernelCall, StepFactory
 
 
 def interpreting() -> bool:

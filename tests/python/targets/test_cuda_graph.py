@@ -12,7 +12,7 @@ from conftest import need
 
 import braze
 from braze import target as targets
-from braze.runtime import executor
+from braze.runtime import cuda_graph
 from braze.runtime.cuda_graph import GraphedProgram, refusal
 from braze.testing.modules import Apply
 
@@ -34,7 +34,7 @@ class ReplayingGraphs:
         outputs = run()
         # The capture's own bookkeeping (deferred failure flags) is redone
         # on each replay, as a graph rewrites the flags it captured.
-        return (run, outputs, executor.capture), outputs
+        return (run, outputs, cuda_graph.capture), outputs
 
     def replay(self, graph) -> None:
         self.replays += 1
