@@ -51,6 +51,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 MODELS = ["linear_gelu", "linear_residual_layernorm", "bert_layer", "decode_mlp", "mlp", "vit", "handwritten_decoder",
+          "llama_prefill", "llama_decode",
           "attention_additive", "attention_additive_bf16", "attention_boolean", "attention_boolean_bf16",
           "attention_causal_long", "attention_decode_gqa", "int8_linear", "int8_linear_bf16", "int8_linear_decode",
           "int8_linear_decode_bf16", "scaled_mm", "scaled_mm_decode"]
@@ -58,6 +59,8 @@ MODELS = ["linear_gelu", "linear_residual_layernorm", "bert_layer", "decode_mlp"
 UNFUSED = {"bert_layer": {"epilogue_fusion": False, "form_attention": False},
            "handwritten_decoder": {"epilogue_fusion": False, "form_attention": False}}
 UNFUSED.update({name: {"flash_attention": False} for name in MODELS if name.startswith("attention_")})
+UNFUSED.update({name: {"epilogue_fusion": False, "flash_attention": False} for name in MODELS
+                if name.startswith("llama_")})
 ENGINES = ["eager", "inductor", "braze unfused", "braze fused"]
 
 

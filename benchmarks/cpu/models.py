@@ -139,6 +139,62 @@ class HandwrittenDecoderLayer(nn.Module):
         return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
 
 
+class LlamaLayer(nn.Module):
+    """A LLaMA-style decoder layer as Hugging Face's LlamaDecoderLayer spells
+    it, at TinyLlama-1.1B's sizes: RMSNorm, separate q/k/v projections,
+    rotary embeddings from a cached table, grouped-query attention (the
+    key/value heads repeated by expand + reshape, then SDPA), SwiGLU MLP.
+    With past keys and values (a decode step) the new ones are appended by
+    torch.cat, as a dynamic KV cache does, and the step attends to all."""
+
+    def __init__(self, d=2048, heads=32, kv_heads=4, hidden=5632, max_len=4096):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = heads, kv_heads, d // heads
+        self.q_proj = nn.Linear(d, d, bias=False)
+        self.k_proj = nn.Linear(d, kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(d, kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(d, d, bias=False)
+        self.gate_proj = nn.Linear(d, hidden, bias=False)
+        self.up_proj = nn.Linear(d, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, d, bias=False)
+        self.input_norm = nn.Parameter(1.0 + 0.1 * torch.randn(d))
+        self.post_attention_norm = nn.Parameter(1.0 + 0.1 * torch.randn(d))
+        inv_freq = 1.0 / 10000 ** (torch.arange(0, self.head_dim, 2).float() / self.head_dim)
+        angles = torch.outer(torch.arange(max_len).float(), inv_freq)
+        self.register_buffer("cos", torch.cat((angles, angles), -1).cos())
+        self.register_buffer("sin", torch.cat((angles, angles), -1).sin())
+
+    @staticmethod
+    def _rms_norm(x, weight):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * weight
+
+    @staticmethod
+    def _rotate(x, cos, sin):
+        half = x.shape[-1] // 2
+        return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
+
+    def _repeat_kv(self, x):
+        b, kv_heads, length, dim = x.shape
+        groups = self.heads // kv_heads
+        return x[:, :, None].expand(b, kv_heads, groups, length, dim).reshape(b, self.heads, length, dim)
+
+    def forward(self, x, *past):
+        b, t, d = x.shape
+        start = past[0].shape[2] if past else 0
+        h = self._rms_norm(x, self.input_norm)
+        q = self.q_proj(h).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.cos[start:start + t], self.sin[start:start + t]
+        q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+        if past:
+            k, v = torch.cat((past[0], k), 2), torch.cat((past[1], v), 2)
+        y = F.scaled_dot_product_attention(q, self._repeat_kv(k), self._repeat_kv(v), is_causal=not past)
+        x = x + self.o_proj(y.transpose(1, 2).reshape(b, t, d))
+        h = self._rms_norm(x, self.post_attention_norm)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
 class LinearGelu(nn.Module):
     """Linear 768->3072 + GELU (erf): BERT's FFN up-projection."""
 
@@ -267,6 +323,12 @@ def build(name: str, seed: int = 0):
         return SoftmaxLayerNorm().eval(), (rand(4096, 1024),)
     if name == "handwritten_decoder":
         return HandwrittenDecoderLayer().eval(), (rand(2, 512, 512),)
+    if name == "llama_prefill":
+        return LlamaLayer().eval(), (rand(1, 512, 2048),)
+    if name == "llama_decode":
+        layer = LlamaLayer().eval()
+        past = tuple(rand(4, layer.kv_heads, 1024, layer.head_dim) for _ in range(2))
+        return layer, (rand(4, 1, 2048), *past)
     if name == "small_chains":
         return SmallChains().eval(), tuple(rand(4096) for _ in range(64))
     if name == "overhead":
@@ -307,6 +369,11 @@ MODELS = {
     "handwritten_decoder": ("LLaMA-style layer written by hand: RMSNorm, rotary from a sliced cache, "
                             "q k^T / sqrt(d), causal masked_fill -inf, softmax, @ v, SwiGLU; "
                             "d 512, 8 heads; x [2, 512, 512]"),
+    "llama_prefill": ("LLaMA-style layer as Hugging Face spells it, TinyLlama-1.1B sizes: RMSNorm, q/k/v "
+                      "projections, rotary, GQA (32 heads, 4 key/value heads, repeated by expand + reshape), "
+                      "causal SDPA, SwiGLU 2048->5632->2048; x [1, 512, 2048]"),
+    "llama_decode": ("llama_prefill's layer at a decode step: x [4, 1, 2048], past keys and values "
+                     "[4, 4, 1024, 64] appended by torch.cat"),
     "small_chains": "64 independent 3-5 op pointwise chains on 64 inputs of [4096]",
     "overhead": "x0 + ... + x9 on 10 inputs of [16]",
     "linear_gelu": "Linear 768->3072 + GELU (erf); x [1024, 768]",

@@ -66,6 +66,9 @@ def _cases():
         "benchmark_prenorm_block": (benchmark_models.PreNormBlock(64, 4, 128), (torch.randn(2, 8, 64, generator=g),)),
         "llama_decoder_layer": (benchmark_models.HandwrittenDecoderLayer(64, 4, 96, 32),
                                 (torch.randn(2, 8, 64, generator=g),)),
+        "llama_gqa_prefill": (benchmark_models.LlamaLayer(64, 8, 2, 96, 32), (torch.randn(2, 8, 64, generator=g),)),
+        "llama_gqa_decode": (benchmark_models.LlamaLayer(64, 8, 2, 96, 32),
+                             (torch.randn(2, 1, 64, generator=g), *torch.randn(2, 2, 2, 11, 8, generator=g))),
     }
 
 
