@@ -2,7 +2,9 @@
 """GEMMs and attention on the CPU (issue 12): braze fused vs braze unfused
 vs eager vs Inductor, in one run, on GEMM-bound models
 (benchmarks/cpu/models.py: linear_gelu, linear_residual_layernorm,
-bert_layer, decode_mlp, mlp, handwritten_decoder), the zoo's ViT
+bert_layer, decode_mlp, mlp, handwritten_decoder, and a LLaMA-style
+layer with grouped-query attention at prefill and decode shapes:
+llama_prefill, llama_decode), the zoo's ViT
 (braze.testing.zoo, bench size), attention alone (the attention_*
 models: SDPA with masks, causal, bf16, a grouped-query decode step) and
 quantised GEMMs (int8_linear*: an int8-weight linear layer, f32 or bf16
@@ -31,7 +33,8 @@ over braze's time per call, against this machine's read bandwidth measured
 in the same run (torch.sum over a float32 tensor of the weights' size, the
 same thread count, best of the rounds); attention_decode_gqa the same for
 its keys and values, the quantised decode models for their weight as
-stored (int8 or fp8).
+stored (int8 or fp8), llama_decode for its seven weights and the past
+keys and values.
 
 Writes benchmarks/cpu/epilogue.json and prints a markdown table.
 """
@@ -155,10 +158,14 @@ def main(argv=None) -> int:
         row = {"model": name, "times_s": times, "best_s": best, "rel_err": errors, "stats": stats,
                "load": load.result()}
         if name in ("decode_mlp", "attention_decode_gqa", "int8_linear_decode", "int8_linear_decode_bf16",
-                    "scaled_mm_decode"):
+                    "scaled_mm_decode", "llama_decode"):
             if name == "decode_mlp":
                 weight_bytes = sum(p.numel() * p.element_size() for n, p in model.named_parameters()
                                    if "fc" in n and n.endswith("weight"))
+            elif name == "llama_decode":
+                weight_bytes = sum(m.weight.numel() * m.weight.element_size() for m in model.modules()
+                                   if isinstance(m, torch.nn.Linear))
+                weight_bytes += sum(t.numel() * t.element_size() for t in inputs[1:])
             elif name == "attention_decode_gqa":
                 weight_bytes = sum(t.numel() * t.element_size() for t in inputs[1:3])
             else:  # the quantised weight, as stored
