@@ -14,7 +14,7 @@ class RawGloo:
         import torch
         import torch.distributed as dist
 
-        from braze.comm.gloo import _torch_store
+        from braze.comm.process_group import _torch_store
 
         self.torch, self.dist = torch, dist
         self.pg = dist.ProcessGroupGloo(_torch_store(store, prefix), rank, world, datetime.timedelta(seconds=300))

@@ -6,7 +6,7 @@
     comm.all_reduce(t)
 
 Backends are found through the entry-point group `braze.comm_backends`
-(built in: shm, tcp, gloo, mpi).
+(built in: shm, tcp, gloo, nccl, mpi).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """numpy arrays and torch CPU tensors as (address, element count, dtype),
-without copying. Everything is checked here, before native code sees a pointer."""
+without copying. Everything is checked here, before native code sees a pointer.
+The nccl backend's CUDA tensors are checked here too (`as_cuda_tensor`)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,23 @@ _NP_BY_NUM = {np.dtype(code).num: name for code, name in
                ("q", "int64"), ("l", "int64"), ("i", "int32"))}
 
 
-def as_buffer(obj, what: str, writable: bool = False) -> Buffer:
-    """Describes `obj`; raises CommInvalidArgument for anything unsupported."""
+# Where a tensor of a device type should go instead.
+_BACKENDS_FOR = {"cuda": "CUDA tensors go through the nccl backend",
+                 "cpu": "CPU tensors and numpy arrays go through shm, tcp, gloo or mpi"}
+
+
+def wrong_device(what: str, backend: str, device: str, wanted: str) -> CommInvalidArgument:
+    """The error for a tensor on a device `backend` does not serve: CUDA
+    tensors given to a CPU backend (shm, tcp, gloo, mpi) or host ones given
+    to nccl. Never copied across: that would hide a host round trip."""
+    hint = _BACKENDS_FOR.get(device.split(":")[0])
+    return CommInvalidArgument(f"{what}: the {backend} backend takes {wanted} tensors, but this one is on {device}"
+                               f"{f' ({hint})' if hint else ''}; braze.comm never copies between devices")
+
+
+def as_buffer(obj, what: str, writable: bool = False, *, backend: str) -> Buffer:
+    """Describes `obj` for a CPU backend; raises CommInvalidArgument for
+    anything unsupported (naming `backend` for a tensor on another device)."""
     if type(obj) is np.ndarray:  # the fast path small ops live on
         dtype = _NP_BY_NUM.get(obj.dtype.num)
         flags = obj.flags
@@ -61,14 +77,34 @@ def as_buffer(obj, what: str, writable: bool = False) -> Buffer:
         if not isinstance(obj, torch.Tensor):
             raise CommInvalidArgument(f"{what}: expected a tensor, got {type(obj).__name__}")
         if obj.device.type != "cpu":
-            raise CommInvalidArgument(f"{what}: only CPU tensors are supported here, got {obj.device}")
-        dtype = str(obj.dtype).removeprefix("torch.")
-        if dtype not in DTYPE_CODES:
-            raise CommInvalidArgument(f"{what}: unsupported dtype {dtype} (supported: {', '.join(DTYPES)})")
-        if not obj.is_contiguous():
-            raise CommInvalidArgument(f"{what}: the tensor must be contiguous")
+            raise wrong_device(what, backend, str(obj.device), "CPU")
+        dtype = _checked_tensor(obj, what)
         return Buffer(obj, obj.data_ptr(), obj.numel(), dtype)
     raise CommInvalidArgument(f"{what}: expected a numpy array or a torch CPU tensor, got {type(obj).__name__}")
+
+
+def _checked_tensor(obj, what: str) -> str:
+    """The dtype name of a torch tensor the runtime can take, on any device."""
+    dtype = str(obj.dtype).removeprefix("torch.")
+    if dtype not in DTYPE_CODES:
+        raise CommInvalidArgument(f"{what}: unsupported dtype {dtype} (supported: {', '.join(DTYPES)})")
+    if not obj.is_contiguous():
+        raise CommInvalidArgument(f"{what}: the tensor must be contiguous")
+    return dtype
+
+
+def as_cuda_tensor(obj, what: str, *, backend: str) -> Buffer:
+    """Describes a CUDA tensor for a backend that runs on the GPU (nccl); a
+    numpy array or a CPU tensor is refused, naming its device."""
+    import torch
+
+    if isinstance(obj, np.ndarray):
+        raise wrong_device(what, backend, "cpu (a numpy array)", "CUDA")
+    if not isinstance(obj, torch.Tensor):
+        raise CommInvalidArgument(f"{what}: expected a torch CUDA tensor, got {type(obj).__name__}")
+    if obj.device.type != "cuda":
+        raise wrong_device(what, backend, str(obj.device), "CUDA")
+    return Buffer(obj, obj.data_ptr(), obj.numel(), _checked_tensor(obj, what))
 
 
 def same_dtype(op: str, *buffers: Buffer) -> None:

@@ -18,6 +18,17 @@ from braze.comm.base import REDUCE_OPS, Comm, HookHandle, Work
 from braze.comm.errors import CommAborted, CommError, CommInvalidArgument, CommRankFailed, CommTimeout
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _caller_stack() -> str:
+    """The Python stack that issued an op, without braze.comm's own frames."""
+    frames = traceback.extract_stack(limit=24)
+    while frames and os.path.abspath(frames[-1].filename).startswith(_PACKAGE_DIR + os.sep):
+        frames.pop()
+    return "".join(traceback.format_list(frames[-12:]))
+
+
 class AdapterWork(Work):
     def __init__(self, comm, future, entry):
         self._comm, self._future, self._entry = comm, future, entry
@@ -72,7 +83,9 @@ class AdapterComm(Comm):
         self._pending = []
 
     # -- running ops -----------------------------------------------------------
-    def _run(self, op, fn, async_op, *, in_numel=0, out_numel=0, dtype="float32", peer=-1):
+    def _begin(self, op, *, in_numel=0, out_numel=0, dtype="float32", peer=-1):
+        """Numbers an op, records it as scheduled and runs the pre hooks;
+        returns its flight-recorder entry and its hooks' info."""
         if self._aborted:
             raise CommAborted(f"{op}: communicator is aborted ({self._abort_reason}); call reconfigure() to continue")
         p2p = op in ("send", "recv")
@@ -85,29 +98,46 @@ class AdapterComm(Comm):
         entry = {"id": len(self._ring) + 1, "seq": seq, "p2p": p2p, "generation": self._generation, "op": op,
                  "in_count": in_numel, "out_count": out_numel, "dtype": dtype, "peer": peer,
                  "state": "scheduled", "t_scheduled": time.time(), "t_started": 0.0, "t_completed": 0.0,
-                 "error": "", "stack": "".join(traceback.format_stack(limit=12)[:-2]) if self._record_stack else "",
+                 "error": "", "stack": _caller_stack() if self._record_stack else "",
                  "deadline": time.monotonic() + self.timeout}
         self._ring.append(entry)
         info = {"op": op, "seq": seq, "in_numel": in_numel, "out_numel": out_numel, "dtype": dtype, "peer": peer,
                 "duration": 0.0, "ok": True, "error": ""}
         self._call_hooks("pre", info)
+        return entry, info
+
+    def _started(self, entry):
+        entry["state"], entry["t_started"] = "started", time.time()
+        entry["deadline"] = time.monotonic() + self.timeout
+
+    def _failed(self, entry, info, exc, duration):
+        """Records a failed op, aborts the group unless the input was bad,
+        runs the post hooks; returns the CommError to raise."""
+        error = self._translate(exc, f"{entry['op']} (seq {entry['seq']})")
+        entry["state"], entry["error"] = "failed", str(error)
+        failed = dict(info, duration=duration, ok=False, error=str(error))
+        if not isinstance(error, CommInvalidArgument):  # the engine's group is now suspect
+            self._enter_aborted(str(error), failed)
+        self._call_hooks("post", failed)
+        return error
+
+    def _completed(self, entry, info, duration):
+        entry["state"], entry["t_completed"] = "completed", time.time()
+        self._call_hooks("post", dict(info, duration=duration))
+
+    def _run(self, op, fn, async_op, **meta):
+        """Runs `fn`, which does the op to completion, in issue order: on the
+        worker thread, or inline (see `_inline_sync`)."""
+        entry, info = self._begin(op, **meta)
 
         def body():
-            entry["state"], entry["t_started"] = "started", time.time()
-            entry["deadline"] = time.monotonic() + self.timeout
+            self._started(entry)
             start = time.perf_counter()
             try:
                 fn()
             except Exception as exc:
-                error = self._translate(exc, f"{op} (seq {seq})")
-                entry["state"], entry["error"] = "failed", str(error)
-                failed = dict(info, duration=time.perf_counter() - start, ok=False, error=str(error))
-                if not isinstance(error, CommInvalidArgument):  # the engine's group is now suspect
-                    self._enter_aborted(str(error), failed)
-                self._call_hooks("post", failed)
-                raise error from exc
-            entry["state"], entry["t_completed"] = "completed", time.time()
-            self._call_hooks("post", dict(info, duration=time.perf_counter() - start))
+                raise self._failed(entry, info, exc, time.perf_counter() - start) from exc
+            self._completed(entry, info, time.perf_counter() - start)
 
         self._pending = [f for f in self._pending if not f.done()]
         if not async_op and self._inline_sync and not self._pending:
@@ -148,8 +178,13 @@ class AdapterComm(Comm):
         if role in ("dst", "src") and int(r) == self.rank:
             raise CommInvalidArgument(f"{op_name}: {role} is this rank itself")
 
+    def _describe(self, obj, what, writable=False):
+        """The engine's view of a tensor argument; adapters over a GPU engine
+        override it to take device tensors."""
+        return _tensors.as_buffer(obj, what, writable, backend=self.backend)
+
     def _pair(self, op_name, out, t, out_factor=1, in_factor=1):
-        src, dst = _tensors.as_buffer(t, f"{op_name} input"), _tensors.as_buffer(out, f"{op_name} output", True)
+        src, dst = self._describe(t, f"{op_name} input"), self._describe(out, f"{op_name} output", True)
         _tensors.same_dtype(op_name, src, dst)
         if dst.numel * in_factor != src.numel * out_factor:
             raise CommInvalidArgument(f"{op_name}: output has {dst.numel} elements but needs "

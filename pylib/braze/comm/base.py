@@ -1,5 +1,5 @@
 """The backend-independent face of a communicator: `Comm`, `Work`, hook
-handles. Native backends (shm, tcp) and adapters (gloo, mpi) subclass `Comm`."""
+handles. Native backends (shm, tcp) and adapters (gloo, nccl, mpi) subclass `Comm`."""
 
 from __future__ import annotations
 
@@ -38,11 +38,14 @@ class Work(abc.ABC):
 
 class Comm(abc.ABC):
     """A process group. Collectives take numpy arrays or torch CPU tensors
-    (float32, float16, bfloat16, int32, int64) and work on them in place."""
+    (float32, float16, bfloat16, int32, int64) and work on them in place;
+    the nccl backend takes CUDA tensors of its device instead."""
 
     rank: int
     world_size: int
     backend: str
+    # Where the tensors of its collectives live, as torch spells a device.
+    device = "cpu"
 
     @abc.abstractmethod
     def all_reduce(self, t, op: str = "sum", async_op: bool = False): ...

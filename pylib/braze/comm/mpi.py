@@ -22,7 +22,7 @@ def _mpi():
 def _as_numpy(obj, what, writable=False, reduce=False):
     """A flat numpy view; 16-bit floats travel as int16 (Open MPI has no
     half or bfloat16 datatype, so it cannot reduce them)."""
-    buf = _tensors.as_buffer(obj, what, writable)
+    buf = _tensors.as_buffer(obj, what, writable, backend="mpi")
     if buf.dtype in ("float16", "bfloat16") and reduce:
         raise CommInvalidArgument(f"{what}: MPI cannot reduce {buf.dtype}; use the shm or tcp backend")
     if buf.dtype == "bfloat16":

@@ -90,19 +90,19 @@ class NativeComm(Comm):
             code = _REDUCE_CODES.get(op)
             if code is not None and self._native.run_in_place(_OP_ALL_REDUCE, t, code, 0):
                 return None
-        buf = _tensors.as_buffer(t, "all_reduce", writable=True)
+        buf = _tensors.as_buffer(t, "all_reduce", writable=True, backend=self.backend)
         return self._submit("all_reduce", async_op, dtype=buf.dtype, reduce_op=_reduce_code("all_reduce", op),
                             src=buf, dst=buf)
 
     def all_gather(self, out, t, async_op=False):
-        src = _tensors.as_buffer(t, "all_gather input")
-        dst = _tensors.as_buffer(out, "all_gather output", writable=True)
+        src = _tensors.as_buffer(t, "all_gather input", backend=self.backend)
+        dst = _tensors.as_buffer(out, "all_gather output", writable=True, backend=self.backend)
         _tensors.same_dtype("all_gather", src, dst)
         return self._submit("all_gather", async_op, dtype=src.dtype, src=src, dst=dst)
 
     def reduce_scatter(self, out, t, op="sum", async_op=False):
-        src = _tensors.as_buffer(t, "reduce_scatter input")
-        dst = _tensors.as_buffer(out, "reduce_scatter output", writable=True)
+        src = _tensors.as_buffer(t, "reduce_scatter input", backend=self.backend)
+        dst = _tensors.as_buffer(out, "reduce_scatter output", writable=True, backend=self.backend)
         _tensors.same_dtype("reduce_scatter", src, dst)
         return self._submit("reduce_scatter", async_op, dtype=src.dtype,
                             reduce_op=_reduce_code("reduce_scatter", op), src=src, dst=dst)
@@ -111,23 +111,23 @@ class NativeComm(Comm):
         if not async_op and not self._record_stack and type(root) is int:
             if self._native.run_in_place(_OP_BROADCAST, t, 0, root):
                 return None
-        buf = _tensors.as_buffer(t, "broadcast", writable=True)
+        buf = _tensors.as_buffer(t, "broadcast", writable=True, backend=self.backend)
         return self._submit("broadcast", async_op, dtype=buf.dtype, peer=int(root), src=buf, dst=buf)
 
     def all_to_all_single(self, out, t, out_splits=None, in_splits=None, async_op=False):
-        src = _tensors.as_buffer(t, "all_to_all_single input")
-        dst = _tensors.as_buffer(out, "all_to_all_single output", writable=True)
+        src = _tensors.as_buffer(t, "all_to_all_single input", backend=self.backend)
+        dst = _tensors.as_buffer(out, "all_to_all_single output", writable=True, backend=self.backend)
         _tensors.same_dtype("all_to_all_single", src, dst)
         return self._submit("all_to_all_single", async_op, dtype=src.dtype, src=src, dst=dst,
                             in_splits=_splits(in_splits, self.world_size, "in_splits"),
                             out_splits=_splits(out_splits, self.world_size, "out_splits"))
 
     def send(self, t, dst, async_op=False):
-        buf = _tensors.as_buffer(t, "send")
+        buf = _tensors.as_buffer(t, "send", backend=self.backend)
         return self._submit("send", async_op, dtype=buf.dtype, peer=int(dst), src=buf, dst=buf)
 
     def recv(self, t, src, async_op=False):
-        buf = _tensors.as_buffer(t, "recv", writable=True)
+        buf = _tensors.as_buffer(t, "recv", writable=True, backend=self.backend)
         return self._submit("recv", async_op, dtype=buf.dtype, peer=int(src), src=buf, dst=buf)
 
     def barrier(self, async_op=False):

@@ -14,7 +14,7 @@ class Window:
     Offsets and lengths are in elements of the buffer's dtype."""
 
     def __init__(self, comm, buffer):
-        self._buf = _tensors.as_buffer(buffer, "new_window", writable=True)
+        self._buf = _tensors.as_buffer(buffer, "new_window", writable=True, backend=comm.backend)
         self._itemsize = _tensors.ITEMSIZE[self._buf.dtype]
         self.comm = comm
         self._native = _comm.NativeWindow(comm._native, self._buf.address, self._buf.nbytes, buffer)
@@ -28,7 +28,7 @@ class Window:
         return self._native.size(rank) // self._itemsize
 
     def put(self, rank: int, data, offset: int = 0) -> None:
-        src = _tensors.as_buffer(data, "window put")
+        src = _tensors.as_buffer(data, "window put", backend=self.comm.backend)
         if src.dtype != self._buf.dtype:
             raise CommInvalidArgument(f"window put: data is {src.dtype} but the window is {self._buf.dtype}")
         if offset < 0:
@@ -39,7 +39,7 @@ class Window:
         if offset < 0 or n < 0:
             raise CommInvalidArgument(f"window get: negative offset or count ({offset}, {n})")
         out = _tensors.empty_like_dtype(self._buf.dtype, (n,), self._buf.obj)
-        dst = _tensors.as_buffer(out, "window get")
+        dst = _tensors.as_buffer(out, "window get", backend=self.comm.backend)
         self._native.get(rank, dst.address, dst.nbytes, offset * self._itemsize)
         return out
 

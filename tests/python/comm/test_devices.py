@@ -1,0 +1,97 @@
+"""Tensors on the wrong device, and the torch.distributed adapter's shared
+checks through Gloo. No GPU needed: a `meta` tensor stands in for a CUDA
+one wherever only its device matters (the CPU backends check the device
+type, whatever it is); test_nccl.py runs the CUDA side where a GPU exists."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+import braze.comm as bc  # noqa: E402
+import device_workers  # noqa: E402
+from braze.comm import _tensors, mpi  # noqa: E402
+from group import run_group  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_nccl_is_a_registered_backend():
+    assert {"shm", "tcp", "gloo", "nccl", "mpi"} <= set(bc.available_backends())
+
+
+@pytest.mark.skipif(torch.cuda.is_available() and dist.is_nccl_available(),
+                    reason="CUDA and NCCL are available here: test_nccl.py runs the backend instead")
+def test_nccl_refuses_to_start_without_cuda_or_nccl():
+    store = bc.TCPStore("127.0.0.1", 0, True)
+    with pytest.raises(bc.CommError, match=r"the nccl backend cannot run here: .*"
+                                           r"(torch.cuda.is_available\(\) is false|has no NCCL)"):
+        bc.new_comm("nccl", 0, 1, store)
+
+
+@pytest.mark.parametrize("backend", ["shm", "tcp", "gloo"])
+def test_cpu_backends_name_the_device_of_a_tensor_they_cannot_take(backend):
+    store = bc.TCPStore("127.0.0.1", 0, True)
+    with bc.new_comm(backend, 0, 1, store) as comm:
+        elsewhere, here = torch.empty(8, device="meta"), torch.zeros(8)
+        message = rf"the {backend} backend takes CPU tensors, but this one is on meta"
+        calls = [lambda: comm.all_reduce(elsewhere), lambda: comm.all_reduce(elsewhere, async_op=True),
+                 lambda: comm.broadcast(elsewhere, 0), lambda: comm.all_gather(here, elsewhere),
+                 lambda: comm.reduce_scatter(elsewhere, here), lambda: comm.all_to_all_single(here, elsewhere)]
+        for call in calls:
+            with pytest.raises(bc.CommInvalidArgument, match=message):
+                call()
+        comm.all_reduce(here)  # refused input leaves the group usable
+        assert not comm.is_aborted()
+
+
+def test_cuda_tensors_are_named_with_the_nccl_backend_as_the_way():
+    cuda_like = "cuda:1"
+    error = _tensors.wrong_device("all_reduce", "shm", cuda_like, "CPU")
+    assert str(error) == ("all_reduce: the shm backend takes CPU tensors, but this one is on cuda:1 (CUDA tensors "
+                          "go through the nccl backend); braze.comm never copies between devices")
+
+
+def test_mpi_names_the_device_too():
+    with pytest.raises(bc.CommInvalidArgument, match=r"all_reduce: the mpi backend takes CPU tensors, but this "
+                                                     r"one is on meta"):
+        mpi._as_numpy(torch.empty(4, device="meta"), "all_reduce", True)
+
+
+def test_nccl_refuses_host_tensors_naming_their_device():
+    with pytest.raises(bc.CommInvalidArgument, match=r"all_gather input: the nccl backend takes CUDA tensors, but "
+                                                     r"this one is on cpu \(CPU tensors and numpy arrays go "
+                                                     r"through shm, tcp, gloo or mpi\)"):
+        _tensors.as_cuda_tensor(torch.zeros(4), "all_gather input", backend="nccl")
+    with pytest.raises(bc.CommInvalidArgument, match=r"this one is on cpu \(a numpy array\)"):
+        _tensors.as_cuda_tensor(np.zeros(4, np.float32), "all_reduce", backend="nccl")
+    with pytest.raises(bc.CommInvalidArgument, match=r"this one is on meta; braze.comm never copies"):
+        _tensors.as_cuda_tensor(torch.zeros(4, device="meta"), "all_reduce", backend="nccl")
+
+
+@pytest.mark.parametrize("world", [1, 2])
+def test_shared_adapter_checks_through_gloo_match_torch_distributed(world):
+    results = run_group(device_workers.gloo_against_torch, world, "gloo", args=(_free_port(),), deadline=120)
+    for rank, failures in results.items():
+        assert failures == [], f"rank {rank}: {failures}"
+
+
+def test_flight_recorder_stack_ends_in_the_callers_code():
+    store = bc.TCPStore("127.0.0.1", 0, True)
+    with bc.new_comm("gloo", 0, 1, store, record_stack=True) as comm:
+        def training_step():
+            comm.all_reduce(torch.ones(4))
+
+        training_step()
+        stack = json.loads(comm.flight_recorder_dump())["entries"][-1]["stack"]
+    assert stack.splitlines()[-2].strip().endswith("in training_step"), stack
