@@ -12,6 +12,12 @@ Groups: an op names torch's process group (`group`) and its global ranks
 braze.comm communicator serves it; a program finds it by name first, then by
 ranks, at its first call (docs/distributed.md).
 
+Tensors stay where the program has them: a CUDA program's collectives need a
+communicator that takes CUDA tensors (nccl), and their outputs are made on
+the same device; `braze.wait` then orders the program's stream after the
+collective without blocking the host. A tensor on a device its communicator
+does not serve is refused before anything is issued.
+
 The first call of a program also checks, per group, that every member runs
 the same sequence of collectives (a fingerprint exchanged with one
 all_gather), so a per-rank decision that changed the sequence fails with an
@@ -83,17 +89,29 @@ class _Group:
         self.sequence: list[str] = []
         self.comm = None
 
-    def communicator(self, location: str):
+    def communicator(self, location: str, device: torch.device):
+        """The group's communicator, refused before anything is issued if it
+        does not take tensors on `device`; the first call also checks the
+        members' sequences."""
+        comm = self.comm or _communicator(self.name, self.ranks, location)
+        if device.type != torch.device(comm.device).type:
+            served = "CUDA" if torch.device(comm.device).type == "cuda" else "CPU"
+            wanted = "nccl" if device.type == "cuda" else "shm, tcp, gloo or mpi"
+            raise BrazeError(
+                f"the collective at {location}: process group {self.name!r} is served by a {comm.backend} "
+                f"communicator, which takes {served} tensors, but the program's tensor is on {device}; register "
+                f"a {wanted} communicator for the group (braze never copies a collective's tensors between "
+                f"devices)")
         if self.comm is None:
-            comm = _communicator(self.name, self.ranks, location)
             self._check_sequence(comm)
             self.comm = comm
-        return self.comm
+        return comm
 
     def _check_sequence(self, comm) -> None:
         digest = hashlib.sha256("\n".join(self.sequence).encode()).digest()
-        mine = torch.tensor([int.from_bytes(digest[:8], "little", signed=True)], dtype=torch.int64)
-        everyone = torch.empty(comm.world_size, dtype=torch.int64)
+        mine = torch.tensor([int.from_bytes(digest[:8], "little", signed=True)], dtype=torch.int64,
+                            device=comm.device)
+        everyone = torch.empty(comm.world_size, dtype=torch.int64, device=comm.device)
         try:
             comm.all_gather(everyone, mine)
         except Exception as error:
@@ -159,8 +177,8 @@ class StartCall:
         self.issue = getattr(self, "_" + self.name[len("braze."):-len("_start")])
 
     def __call__(self, env: list) -> None:
-        comm = self.group.communicator(self.location)
         x = env[self.input].contiguous()
+        comm = self.group.communicator(self.location, x.device)
         try:
             work, output = self.issue(comm, x)
         except Exception as error:

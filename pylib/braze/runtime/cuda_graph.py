@@ -6,8 +6,8 @@ CUDA graph records every launch of one call (kernels, the vendor GEMMs,
 torch's host-op kernels, the allocations of their results) and replays
 them with one launch. What that asks of the program, checked when it is
 compiled: static shapes (a graph's launches are fixed), no control flow
-(its predicates are read on the host) and no collectives (braze.comm runs
-them on the host).
+(its predicates are read on the host) and no collectives (braze.comm
+issues them and tracks their completion from the host, nccl included).
 
 A call:
 1. the first runs the steps as usual, on a side stream (CUDA's advice
@@ -157,7 +157,7 @@ def refusal(program, op_names, device_type: str = "cuda") -> str | None:
         if name in CONTROL_FLOW_OPS:
             return f"it has control flow ({name}), whose predicate is read on the host"
         if name in collectives.OPS:
-            return f"it has a collective ({name}), which braze.comm runs on the host"
+            return f"it has a collective ({name}), which braze.comm issues and tracks from the host"
     return None
 
 

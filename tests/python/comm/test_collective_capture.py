@@ -103,3 +103,27 @@ def test_bucket_bytes_merges_all_reduces_and_says_so(world_of_one, tmp_path, cap
         braze.set_logs(None)
         braze.unregister_communicator(comm)
         comm.close()
+
+
+class _CudaCommunicator:
+    """Stands in for an nccl communicator on this machine without a GPU: the
+    check reads only its device and backend, and no collective may be issued."""
+
+    backend, device, rank, world_size = "nccl", "cuda", 0, 1
+
+    def __getattr__(self, name):
+        raise AssertionError(f"a collective ({name}) was issued on a communicator for another device")
+
+
+def test_a_communicator_for_another_device_is_refused_before_anything_is_issued(world_of_one):
+    comm = _CudaCommunicator()
+    braze.register_communicator(comm, group=world_of_one.group_name)
+    try:
+        x, w = torch.randn(4, 4), torch.randn(4, 4)
+        compiled = braze.compile(Reduce(world_of_one), (x, w))
+        with pytest.raises(BrazeError, match=rf"process group '{world_of_one.group_name}' is served by a nccl "
+                                             rf"communicator, which takes CUDA tensors, but the program's tensor "
+                                             rf"is on cpu; register a shm, tcp, gloo or mpi communicator"):
+            compiled(x, w)
+    finally:
+        braze.unregister_communicator(comm)
