@@ -13,10 +13,16 @@ CI. Finishes in under 8 minutes (models past --budget are listed as skipped).
 call, then one captured graph replayed per call); its error is checked on a
 replay too.
 
+First it checks braze.comm's nccl backend (unless `--no-nccl`): a 1-rank
+NCCL process group through braze.comm, every collective checked against the
+value it must have (braze.testing.comm_checks), its hooks and flight
+recorder; tests/python/comm/test_nccl.py goes further (2 ranks, a compiled
+tensor-parallel MLP).
+
 Exits 2 with one line per target naming why it cannot run where none of the
 asked targets can (no GPU, no CUDA torch, no cuda-bindings, no triton, or
-TRITON_INTERPRET set); 1 when a model fails or differs from eager; 0
-otherwise.
+TRITON_INTERPRET set); 1 when the NCCL check or a model fails or differs
+from eager; 0 otherwise.
 """
 
 from __future__ import annotations
@@ -142,6 +148,31 @@ def check(name: str, build, runs: int, engines: list[str]) -> list[dict]:
     return rows
 
 
+def nccl_check() -> list[str]:
+    """braze.comm's nccl backend at one rank: one line per failure; prints
+    why it cannot run where CUDA or NCCL is missing (not a failure)."""
+    import braze.comm
+    from braze.comm.process_group import nccl_unavailable
+    from braze.testing.comm_checks import check_collectives
+
+    reason = nccl_unavailable()
+    if reason:
+        print(f"gpu_check: the nccl check cannot run here: {reason}", file=sys.stderr)
+        return []
+    started = time.perf_counter()
+    try:
+        store = braze.comm.TCPStore("127.0.0.1", 0, True)
+        with braze.comm.new_comm("nccl", 0, 1, store, timeout=60.0) as comm:
+            failures = check_collectives(comm)
+    except Exception as error:  # a failure like a wrong result; the models still run
+        failures = [f"{type(error).__name__}: {str(error)[:300]}"]
+    print(f"nccl (braze.comm, 1 rank): {'ok' if not failures else 'FAILED'} "
+          f"in {time.perf_counter() - started:.1f} s", flush=True)
+    for line in failures:
+        print(f"FAILED nccl: {line}")
+    return failures
+
+
 def _unavailable(name: str) -> str | None:
     """Why braze's target `name` cannot run on a GPU here (None: it can)."""
     target = targets.get(name)
@@ -157,10 +188,12 @@ def main(argv=None) -> int:
     parser.add_argument("--no-inductor", action="store_true", help="leave torch.compile's Inductor out")
     parser.add_argument("--cuda-graph", action="store_true",
                         help="each target also with the cuda_graph option (engine '<target>+graph')")
+    parser.add_argument("--no-nccl", action="store_true", help="leave the braze.comm nccl check out")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--budget", type=float, default=420.0, help="seconds; later models are skipped")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
+    nccl_failed = not args.no_nccl and bool(nccl_check())
     asked = [name for name in args.targets.split(",") if name]
     reasons = {name: _unavailable(name) for name in asked}
     runnable = [name for name in asked if reasons[name] is None]
@@ -168,7 +201,7 @@ def main(argv=None) -> int:
         if reasons[name]:
             print(f"gpu_check: the {name} target cannot run here: {reasons[name]}", file=sys.stderr)
     if not runnable:
-        return 2
+        return 1 if nccl_failed else 2
     engines = (["eager"] + ([] if args.no_inductor else ["inductor"]) + runnable
                + ([f"{name}+graph" for name in runnable] if args.cuda_graph else []))
     print(f"device: {torch.cuda.get_device_name()}; engines: {', '.join(engines)}")
@@ -201,7 +234,7 @@ def main(argv=None) -> int:
         print(f"skipped past the {args.budget:.0f} s budget: {', '.join(skipped)}")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "failed": failed, "skipped": skipped}, indent=2))
-    return 1 if failed else 0
+    return 1 if failed or nccl_failed else 0
 
 
 if __name__ == "__main__":
