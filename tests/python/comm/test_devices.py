@@ -95,3 +95,87 @@ def test_flight_recorder_stack_ends_in_the_callers_code():
         training_step()
         stack = json.loads(comm.flight_recorder_dump())["entries"][-1]["stack"]
     assert stack.splitlines()[-2].strip().endswith("in training_step"), stack
+
+
+class _Event:
+    """Stands in for a CUDA event: done once `done` is set."""
+
+    def __init__(self, done=True, milliseconds=0.0):
+        self.done, self.milliseconds = done, milliseconds
+
+    def query(self):
+        return self.done
+
+    def elapsed_time(self, other):
+        return other.milliseconds - self.milliseconds
+
+
+class _Work:
+    def __init__(self, error=None):
+        self.error = error
+
+    def exception(self):
+        return self.error
+
+
+class _ProcessGroup:
+    def __init__(self):
+        self.aborted = False
+
+    def abort(self):
+        self.aborted = True
+
+
+def _watched_comm(timeout):
+    """An NcclComm's bookkeeping without CUDA: its completion watcher runs
+    for real on stand-in events, the process group only records abort()."""
+    from braze.comm.adapter import AdapterComm
+    from braze.comm.process_group import NcclComm
+
+    comm = NcclComm.__new__(NcclComm)
+    AdapterComm.__init__(comm, "nccl", 0, 1, None, timeout)
+    comm._pg = _ProcessGroup()
+    events = {"post": [], "abort": []}
+    comm.register_post_hook(events["post"].append)
+    comm.register_abort_hook(events["abort"].append)
+    entry, info = comm._begin("all_reduce", in_numel=4, out_numel=4, dtype="float32")
+    comm._started(entry)
+    return comm, entry, info, events
+
+
+def test_nccl_watcher_records_completion_with_the_events_duration():
+    comm, entry, info, events = _watched_comm(5.0)
+    comm._watch(entry, info, _Work(), _Event(milliseconds=1.0), _Event(milliseconds=3.5), [True])
+    assert entry["state"] == "completed" and events["post"][0]["duration"] == pytest.approx(0.0025)
+    assert not comm.is_aborted()
+
+
+def test_nccl_watcher_times_out_and_aborts_the_group():
+    comm, entry, info, events = _watched_comm(0.2)
+    with pytest.raises(bc.CommTimeout, match=r"all_reduce \(seq 0\) timed out after 0.2 s"):
+        comm._watch(entry, info, _Work(), _Event(), _Event(done=False), [True])
+    assert comm.is_aborted() and comm._pg.aborted and entry["state"] == "failed"
+    assert events["abort"][0]["op"] == "all_reduce"
+
+
+def test_nccl_watcher_waits_for_the_finish_event_to_be_recorded():
+    """An event never recorded reports done: until torch ran the callback that records it, the op is running."""
+    comm, entry, info, events = _watched_comm(0.2)
+    with pytest.raises(bc.CommTimeout):
+        comm._watch(entry, info, _Work(), _Event(), _Event(), [])
+
+
+def test_nccl_watcher_fails_the_op_torch_reports_failed():
+    comm, entry, info, events = _watched_comm(5.0)
+    with pytest.raises(bc.CommRankFailed, match="nccl lost a peer: NCCL error: remote process exited"):
+        comm._watch(entry, info, _Work(RuntimeError("NCCL error: remote process exited (peer 1)")), _Event(),
+                    _Event(), [True])
+    assert comm.is_aborted() and comm._pg.aborted and not events["post"][0]["ok"]
+
+
+def test_nccl_watcher_leaves_a_rebuilt_group_alone():
+    comm, entry, info, events = _watched_comm(5.0)
+    comm._generation += 1  # reconfigure ran while the op was stuck
+    with pytest.raises(bc.CommAborted, match="the group was reconfigured"):
+        comm._watch(entry, info, _Work(), _Event(), _Event(done=False), [True])
+    assert not comm.is_aborted() and not comm._pg.aborted and entry["state"] == "failed"
