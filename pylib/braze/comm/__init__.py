@@ -17,6 +17,7 @@ from braze import logs
 from braze.comm.base import Comm, HookHandle, Work
 from braze.comm.errors import (
     CommAborted,
+    CommDeviceMismatch,
     CommError,
     CommInvalidArgument,
     CommMismatch,
@@ -80,7 +81,7 @@ def symmetric_empty(comm: Comm, shape, dtype) -> SymmetricBuffer:
 
 
 __all__ = [
-    "Comm", "CommAborted", "CommError", "CommInvalidArgument", "CommMismatch", "CommRankFailed",
+    "Comm", "CommAborted", "CommDeviceMismatch", "CommError", "CommInvalidArgument", "CommMismatch", "CommRankFailed",
     "CommTimeout", "FileStore", "HookHandle", "Store", "SymmetricBuffer", "TCPStore", "Window", "Work",
     "available_backends", "join_comm", "new_comm", "rejected_connections", "symmetric_empty",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from braze.comm.errors import CommInvalidArgument
+from braze.comm.errors import CommDeviceMismatch, CommInvalidArgument
 
 DTYPES = ("float32", "float16", "bfloat16", "int32", "int64")
 DTYPE_CODES = {name: code for code, name in enumerate(DTYPES)}
@@ -42,12 +42,12 @@ _BACKENDS_FOR = {"cuda": "CUDA tensors go through the nccl backend",
                  "cpu": "CPU tensors and numpy arrays go through shm, tcp, gloo or mpi"}
 
 
-def wrong_device(what: str, backend: str, device: str, wanted: str) -> CommInvalidArgument:
+def wrong_device(what: str, backend: str, device: str, wanted: str) -> CommDeviceMismatch:
     """The error for a tensor on a device `backend` does not serve: CUDA
     tensors given to a CPU backend (shm, tcp, gloo, mpi) or host ones given
     to nccl. Never copied across: that would hide a host round trip."""
     hint = _BACKENDS_FOR.get(device.split(":")[0])
-    return CommInvalidArgument(f"{what}: the {backend} backend takes {wanted} tensors, but this one is on {device}"
+    return CommDeviceMismatch(f"{what}: the {backend} backend takes {wanted} tensors, but this one is on {device}"
                                f"{f' ({hint})' if hint else ''}; braze.comm never copies between devices")
 
 

@@ -1,7 +1,10 @@
 """Shared machinery for adapters over existing engines (torch.distributed,
 MPI): the same API, hooks, abort, timeouts and a flight recorder in the same
 JSON format as the native runtime, with ops run in order on one worker thread.
-A subclass supplies `_engine_*` methods that run one op to completion."""
+A subclass runs each op through `_run` (a function that does it to completion)
+or, for an engine that queues ops on a device, records them itself with the
+same steps (`_begin`, `_started`, `_failed`, `_completed`; see
+process_group.NcclComm), and overrides `_engine_abort` where it can cancel."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """Exceptions of braze.comm. Every one names the op, its seq id and the ranks."""
 
+from braze.errors import BrazeError
+
 
 class CommError(RuntimeError):
     """Base of every communication error; `missing_ranks` lists the ranks that
@@ -13,6 +15,16 @@ class CommError(RuntimeError):
 class CommInvalidArgument(CommError, ValueError):
     """Bad input caught before any memory is touched: rank out of range, wrong
     size or dtype, a window access past the end."""
+
+
+class CommDeviceMismatch(CommInvalidArgument, BrazeError):
+    """A tensor on a device its backend does not serve (a CUDA tensor given
+    to shm, tcp, gloo or mpi; a host one given to nccl). Also a BrazeError,
+    like braze's other refusals of bad input."""
+
+    def __init__(self, message):
+        super().__init__(message)  # CommError's: RuntimeError's init, not BrazeError's
+        self.message, self.diagnostics = message, ()
 
 
 class CommMismatch(CommError):

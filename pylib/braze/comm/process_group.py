@@ -28,7 +28,7 @@ import numpy as np
 from braze.comm import _tensors
 from braze.comm.adapter import AdapterComm
 from braze.comm.base import Work
-from braze.comm.errors import CommAborted, CommError, CommInvalidArgument, CommTimeout
+from braze.comm.errors import CommAborted, CommDeviceMismatch, CommError, CommInvalidArgument, CommTimeout
 
 
 def _torch_store(store, prefix):
@@ -322,8 +322,8 @@ class NcclComm(ProcessGroupComm):
     def _describe(self, obj, what, writable=False):
         buf = _tensors.as_cuda_tensor(obj, what, backend=self.backend)
         if obj.device != self.device:
-            raise CommInvalidArgument(f"{what}: this nccl communicator runs on {self.device}, but the tensor is on "
-                                      f"{obj.device}")
+            raise CommDeviceMismatch(f"{what}: this nccl communicator runs on {self.device}, but the tensor is on "
+                                     f"{obj.device}")
         return buf
 
     @staticmethod

@@ -49,7 +49,7 @@ def nccl_against_torch(comm, rank, world, port, target):
         result = {"failures": check_collectives(nccl, reference=dist.group.WORLD)}
         try:
             nccl.all_reduce(torch.ones(4))
-        except bc.CommInvalidArgument as error:
+        except bc.CommDeviceMismatch as error:
             result["host_tensor_error"] = str(error)
 
         # The host is not held while NCCL works: behind a kernel that keeps

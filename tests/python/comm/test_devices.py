@@ -17,6 +17,7 @@ import torch.distributed as dist  # noqa: E402
 import braze.comm as bc  # noqa: E402
 import device_workers  # noqa: E402
 from braze.comm import _tensors, mpi  # noqa: E402
+from braze.errors import BrazeError  # noqa: E402
 from group import run_group  # noqa: E402
 
 
@@ -49,8 +50,9 @@ def test_cpu_backends_name_the_device_of_a_tensor_they_cannot_take(backend):
                  lambda: comm.broadcast(elsewhere, 0), lambda: comm.all_gather(here, elsewhere),
                  lambda: comm.reduce_scatter(elsewhere, here), lambda: comm.all_to_all_single(here, elsewhere)]
         for call in calls:
-            with pytest.raises(bc.CommInvalidArgument, match=message):
+            with pytest.raises(bc.CommDeviceMismatch, match=message) as raised:
                 call()
+            assert isinstance(raised.value, BrazeError) and isinstance(raised.value, bc.CommInvalidArgument)
         comm.all_reduce(here)  # refused input leaves the group usable
         assert not comm.is_aborted()
 
@@ -58,6 +60,7 @@ def test_cpu_backends_name_the_device_of_a_tensor_they_cannot_take(backend):
 def test_cuda_tensors_are_named_with_the_nccl_backend_as_the_way():
     cuda_like = "cuda:1"
     error = _tensors.wrong_device("all_reduce", "shm", cuda_like, "CPU")
+    assert isinstance(error, BrazeError) and error.message == str(error)
     assert str(error) == ("all_reduce: the shm backend takes CPU tensors, but this one is on cuda:1 (CUDA tensors "
                           "go through the nccl backend); braze.comm never copies between devices")
 
@@ -69,7 +72,7 @@ def test_mpi_names_the_device_too():
 
 
 def test_nccl_refuses_host_tensors_naming_their_device():
-    with pytest.raises(bc.CommInvalidArgument, match=r"all_gather input: the nccl backend takes CUDA tensors, but "
+    with pytest.raises(bc.CommDeviceMismatch, match=r"all_gather input: the nccl backend takes CUDA tensors, but "
                                                      r"this one is on cpu \(CPU tensors and numpy arrays go "
                                                      r"through shm, tcp, gloo or mpi\)"):
         _tensors.as_cuda_tensor(torch.zeros(4), "all_gather input", backend="nccl")

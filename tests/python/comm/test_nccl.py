@@ -43,7 +43,7 @@ def test_one_rank_collectives_hooks_and_flight_recorder():
     with bc.new_comm("nccl", 0, 1, store, timeout=30.0) as comm:
         assert comm.device == torch.device("cuda", torch.cuda.current_device())
         assert check_collectives(comm) == []
-        with pytest.raises(bc.CommInvalidArgument, match="the nccl backend takes CUDA tensors, but this one is on cpu"):
+        with pytest.raises(bc.CommDeviceMismatch, match="the nccl backend takes CUDA tensors, but this one is on cpu"):
             comm.all_reduce(torch.ones(4))
         assert not comm.is_aborted()
 
