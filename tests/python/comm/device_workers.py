@@ -8,9 +8,9 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.distributed._functional_collectives as fc
 
 from braze.testing.comm_checks import check_collectives
+from compiled_workers import TensorParallelMLP
 
 
 def gloo_against_torch(comm, rank, world, port):
@@ -20,17 +20,6 @@ def gloo_against_torch(comm, rank, world, port):
         return check_collectives(comm, reference=dist.group.WORLD)
     finally:
         dist.destroy_process_group()
-
-
-class TensorParallelMLP(torch.nn.Module):
-    """Column- then row-parallel: each rank holds hidden/world units; one all_reduce sums the partial outputs."""
-
-    def __init__(self, w1, w2, pg):
-        super().__init__()
-        self.w1, self.w2, self.pg = torch.nn.Parameter(w1), torch.nn.Parameter(w2), pg
-
-    def forward(self, x):
-        return fc.all_reduce(torch.relu(x @ self.w1) @ self.w2, "sum", self.pg) + 1.0
 
 
 def nccl_against_torch(comm, rank, world, port, target):
