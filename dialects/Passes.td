@@ -520,6 +520,22 @@ def BrazeGpuSchedule : Pass<"braze-gpu-schedule", "::mlir::func::FuncOp"> {
       wrote the tensor; derived expressions ("2*s0") and unbounded symbols
       keep 64 bits.
 
+    Every `braze.fused_gemm` gets a shared-memory tiled GEMM's shape (the
+    C-like renderers' form, codegen/gpu_gemm.py; Triton tunes its own
+    tiles and ignores it):
+
+    - `strategy = "tiled_gemm"`: one block per `tile[0] x tile[1]` tile of
+      the product (per batch), K walked in blocks of `tile[2]` staged
+      through shared memory; `strategy = "tiled_gemm_rows"` when the op has
+      row statistics: one block per `tile[0]` whole rows, which walks the
+      row's tiles along N so that it sees every element of its rows;
+    - `threads = 256`, a 16 x 16 grid of threads, each computing a
+      `tile[0] / 16 x tile[1] / 16` register tile;
+    - `tile = [M, N, K]`: `gemm-tile` x `gemm-tile` x 16, the M side shrunk
+      to the smallest power of two (at least 16) that covers a static M
+      below it (a decode step's single row keeps 1 x 4 per thread instead
+      of 4 x 4 mostly masked).
+
     Long reductions with few outputs are split in two kernels before this
     pass (`braze-split-reductions`), and adjacent reduced dims are merged
     before it (`braze-collapse-dims`: the run ending at the last reduced
@@ -551,9 +567,12 @@ def BrazeGpuSchedule : Pass<"braze-gpu-schedule", "::mlir::func::FuncOp"> {
            "Pointwise kernels of at least this many static points take `elements` per thread">,
     Option<"warpRow", "warp-row", "int64_t", "4",
            "Longer rows of at most this many warps' worth of reduction points take one warp each (0: none)">,
+    Option<"gemmTile", "gemm-tile", "int64_t", "64",
+           "A fused GEMM's output tile side (a power of two, at least 16; 16 x 16 threads)">,
   ];
   let statistics = [
     Statistic<"numScheduled", "kernels", "Kernels annotated">,
+    Statistic<"numGemms", "gemms", "Fused GEMMs annotated">,
   ];
 }
 

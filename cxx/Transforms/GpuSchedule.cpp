@@ -1,6 +1,7 @@
 //===- GpuSchedule.cpp - braze-gpu-schedule -------------------------------===//
 //
-// Annotates each braze.kernel with the launch shape the GPU renderers use.
+// Annotates each braze.kernel and braze.fused_gemm with the launch shape the
+// GPU renderers use.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,11 @@ using namespace mlir;
 using namespace braze;
 
 namespace {
+/// A fused GEMM's block is kGemmThreadSide x kGemmThreadSide threads; it
+/// walks K in blocks of kGemmTileK (one shared-memory stage each).
+constexpr int64_t kGemmThreadSide = 16;
+constexpr int64_t kGemmTileK = 16;
+
 /// The number of elements of `shape`, or kDynamic when an extent is.
 int64_t staticCount(ArrayRef<int64_t> shape) {
   int64_t count = 1;
@@ -163,7 +169,8 @@ struct BrazeGpuSchedulePass
   void runOnOperation() override {
     // 1. Check the options. 2. Per kernel: the static number of points or
     // reduction points, if known. 3. Choose the strategy, the threads per
-    // block, the points per thread and the index width.
+    // block, the points per thread and the index width. 4. Per fused GEMM:
+    // its tiles.
     int64_t warp;
     if (target == "hip")
       warp = 64;
@@ -192,6 +199,12 @@ struct BrazeGpuSchedulePass
       emitError(getOperation().getLoc())
           << "braze-gpu-schedule: warp-row must be at least 0, got "
           << static_cast<int64_t>(warpRow);
+      return signalPassFailure();
+    }
+    if (gemmTile < kGemmThreadSide || !llvm::isPowerOf2_64(gemmTile)) {
+      emitError(getOperation().getLoc())
+          << "braze-gpu-schedule: gemm-tile must be a power of two of at least "
+          << kGemmThreadSide << ", got " << static_cast<int64_t>(gemmTile);
       return signalPassFailure();
     }
     // OpenCL's sub-groups are an extension (cl_khr_subgroups, which PoCL's
@@ -240,6 +253,27 @@ struct BrazeGpuSchedulePass
       kernel->setAttr("braze.schedule", builder.getDictionaryAttr(schedule));
       ++numScheduled;
     });
+    getOperation().walk([&](FusedGemmOp gemm) {
+      gemm->setAttr("braze.schedule", gemmSchedule(gemm, builder));
+      ++numGemms;
+    });
+  }
+
+  /// A fused GEMM's tiles (see the pass description).
+  DictionaryAttr gemmSchedule(FusedGemmOp gemm, Builder &builder) {
+    auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
+    int64_t rows = lhs.getDimSize(lhs.getRank() - (gemm.getTransposeLhs() ? 1 : 2));
+    int64_t tileM = gemmTile;
+    if (!ShapedType::isDynamic(rows) && rows < tileM)
+      tileM = std::max<int64_t>(kGemmThreadSide, llvm::PowerOf2Ceil(rows));
+    StringRef strategy =
+        gemm.getReductions().empty() ? "tiled_gemm" : "tiled_gemm_rows";
+    return builder.getDictionaryAttr(
+        {builder.getNamedAttr("strategy", builder.getStringAttr(strategy)),
+         builder.getNamedAttr("threads", builder.getI64IntegerAttr(
+                                             kGemmThreadSide * kGemmThreadSide)),
+         builder.getNamedAttr("tile", builder.getDenseI64ArrayAttr(
+                                          {tileM, gemmTile, kGemmTileK}))});
   }
 };
 } // namespace

@@ -11,7 +11,7 @@ import torch
 
 import braze
 import braze.reference
-from braze.errors import BrazeError
+import braze.codegen
 
 # name -> (IR, input shapes with "M" for the rows, dtype).
 CASES = {
@@ -175,13 +175,15 @@ def test_nan_propagates_through_the_row_max():
     assert torch.equal(torch.isnan(out), torch.isnan(expected))
 
 
-def test_fused_gemm_without_blas_is_a_clear_error(monkeypatch):
-    """A fused GEMM reaching a target that cannot spell it names the reason."""
+def test_every_c_like_renderer_spells_the_fused_gemm():
+    """The GPU renderers spell a fused GEMM as a shared-memory tiled kernel
+    (codegen/gpu_gemm.py; tests/python/targets/test_gpu_gemm.py runs it)."""
     text = CASES["linear_gelu"][0].replace("DT", "f32")
     module = braze.parse(text)
     braze.run_pipeline(module, "func.func(braze-epilogue-fusion)")
-    with pytest.raises(BrazeError, match="does not spell braze.fused_gemm"):
-        braze.codegen.emit(module, "opencl")
+    for target in ("cuda", "hip", "opencl", "metal"):
+        (emitted,) = braze.codegen.emit(module, target).values()
+        assert [spec.strategy for spec in emitted.kernels.values()] == ["tiled_gemm"]
 
 
 class _LinearGelu(torch.nn.Module):

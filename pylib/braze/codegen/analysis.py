@@ -155,7 +155,9 @@ class KernelSpec:
     extent_inputs: list = field(default_factory=list)
     blas_inputs: list = field(default_factory=list)
     # A flash attention's schedule, (q_block, kv_block): the tile a GPU
-    # program starts its tuning from.
+    # program starts its tuning from; a C-like fused GEMM's (M, N, K) tile
+    # (strategy "tiled_gemm": a block per tile, "tiled_gemm_rows": a block
+    # per tile of whole rows).
     tile: tuple = ()
 
     @property
@@ -170,7 +172,12 @@ class KernelSpec:
 
     def blocks(self, extents: list[int]) -> int:
         """GPU blocks for a launch over `extents`: one per parallel point
-        (row) for a reduction, else enough for one thread per point."""
+        (row) for a reduction, one per tile (or tile of rows) and batch for
+        a tiled GEMM, else enough for one thread per point."""
+        if self.strategy in ("tiled_gemm", "tiled_gemm_rows"):
+            *batch, m, n, _ = extents  # [B..., M, N, K]
+            tiles_n = -(-n // self.tile[1]) if self.strategy == "tiled_gemm" else 1
+            return math.prod(batch) * -(-m // self.tile[0]) * tiles_n
         rows = math.prod(e for d, e in enumerate(extents) if d not in self.reduce)
         if self.strategy == "block_tree":
             return rows

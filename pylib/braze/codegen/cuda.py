@@ -17,7 +17,8 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef short int16_t;
 typedef unsigned short uint16_t;
-typedef signed char int8_t;"""
+typedef signed char int8_t;
+typedef unsigned char uint8_t;"""
 _MACROS = """\
 #define BZ_FN static __device__ __forceinline__
 #define bz_as_float(u) __uint_as_float(u)

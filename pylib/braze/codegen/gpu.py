@@ -453,10 +453,14 @@ class GpuUnit:
 def render_unit(renderer_type, kernels: list, combos: list = (), prefix: str = "braze_kernel",
                 threads: int = DEFAULT_THREADS) -> GpuUnit:
     """Every kernel of a function (`kernels`, in program order, a combo's
-    sub-kernels where the combo is) named `<prefix>_<n>`; those of `combos`
+    sub-kernels where the combo is; fused GEMMs as tiled GEMMs,
+    codegen/gpu_gemm.py) named `<prefix>_<n>`; those of `combos`
     as device functions called by one `<prefix>_combo_<m>` launch function
     per combo (codegen/gpu_combo.py)."""
-    analyses = {kernel: KernelAnalysis(kernel, f"{prefix}_{number}") for number, kernel in enumerate(kernels)}
+    from braze.codegen import gpu_gemm
+
+    analyses = {kernel: KernelAnalysis(kernel, f"{prefix}_{number}") for number, kernel in enumerate(kernels)
+                if kernel.operation.name != "braze.fused_gemm"}
     # A sub-kernel's device function needs its launch's threads: the most of its combo's.
     launch_threads = {}
     for combo in combos:
@@ -466,7 +470,13 @@ def render_unit(renderer_type, kernels: list, combos: list = (), prefix: str = "
     parts = [renderer_type.head, GPU_PRELUDE]
     unit = GpuUnit("", {})
     renderers = {}
-    for kernel, analysis in analyses.items():
+    for number, kernel in enumerate(kernels):
+        if kernel not in analyses:  # a fused GEMM (codegen/gpu_gemm.py)
+            source, spec = gpu_gemm.render(renderer_type, kernel, f"{prefix}_{number}")
+            parts.append(source)
+            unit.kernels[spec.name] = spec
+            continue
+        analysis = analyses[kernel]
         renderer = renderers[kernel] = renderer_type(analysis, threads, launch_threads.get(kernel))
         parts.append(renderer.render())
         spec = analysis.spec()

@@ -78,7 +78,8 @@ class TargetOptions:
     force_arena: bool = False
     # Fuse each GEMM with the bias, pointwise chain and row statistics after
     # it (braze-epilogue-fusion; on targets whose emitters spell
-    # braze.fused_gemm: the CPU, Triton).
+    # braze.fused_gemm: the CPU, Triton, and the C-like GPU targets' tiled
+    # GEMM).
     epilogue_fusion: bool = True
     # Form one braze.attention from softmax(q @ k^T * scale + mask) @ v
     # spelled out (braze-form-attention): the scores are never written out.
@@ -175,11 +176,15 @@ class Target:
     # the pass's defaults (measured on the CPU).
     attention_blocks: tuple[int, int] | None = None
 
-    def blas_kernels_missing(self) -> str | None:
-        """Why this target's emitters cannot run the kernels built on a BLAS,
-        braze.fused_gemm and braze.flash_attention (None: they can, and its
-        pipeline runs braze-epilogue-fusion and braze-lower-attention)."""
-        return f"the {self.name} renderers do not spell braze.fused_gemm or braze.flash_attention"
+    def fused_gemm_missing(self) -> str | None:
+        """Why this target's emitters cannot run braze.fused_gemm (None:
+        they can, and its pipeline runs braze-epilogue-fusion)."""
+        return f"the {self.name} renderers do not spell braze.fused_gemm"
+
+    def flash_attention_missing(self) -> str | None:
+        """Why this target's emitters cannot run braze.flash_attention
+        (None: they can, and its pipeline runs braze-lower-attention)."""
+        return f"the {self.name} renderers do not spell braze.flash_attention"
 
     def options(self, given: dict | None = None) -> TargetOptions:
         known = {f.name for f in dataclasses.fields(self.options_type)}
@@ -193,15 +198,16 @@ class Target:
         """The pass pipeline that takes captured IR to the kernel form."""
         from braze.passes import combo_kernels_pass, kernel_form_pipeline
 
-        blas_kernels = self.blas_kernels_missing() is None
+        fused_gemms = self.fused_gemm_missing() is None
+        flash_attentions = self.flash_attention_missing() is None
         pipeline = kernel_form_pipeline(options.fuse, options.recompute_limit, options.channels_last,
                                         options.collapse_dims, overlap=options.overlap,
                                         # GPU launchers copy strided inputs; index maps over host
                                         # views are read in place by the CPU's kernels only.
                                         fold_layouts=options.fold_layouts and not self.gpu,
-                                        epilogue_fusion=options.epilogue_fusion and blas_kernels,
+                                        epilogue_fusion=options.epilogue_fusion and fused_gemms,
                                         form_attention=options.form_attention,
-                                        flash_attention=(options.flash_attention and blas_kernels
+                                        flash_attention=(options.flash_attention and flash_attentions
                                                          and ("halves" if options.flash_attention_halves else True)),
                                         attention_blocks=self.attention_blocks,
                                         bucket_bytes=options.bucket_bytes, overlap_mode=options.overlap_mode,

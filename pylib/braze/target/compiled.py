@@ -183,6 +183,9 @@ class CompileOnlyTarget(Target):
 
     gpu = True
 
+    def fused_gemm_missing(self) -> str | None:
+        return None  # codegen/gpu_gemm.py: shared-memory tiles; attention stays torch's
+
     def toolchain(self, options, unit: Unit) -> Toolchain:
         raise NotImplementedError
 

@@ -22,10 +22,13 @@ class CpuTarget(Target):
     install = "apt-get install g++ (or set CXX)"
     combo_arguments = 250
 
-    def blas_kernels_missing(self) -> str | None:
+    def fused_gemm_missing(self) -> str | None:
         from braze.runtime import blas
 
         return blas.missing()
+
+    def flash_attention_missing(self) -> str | None:
+        return self.fused_gemm_missing()  # both are built on the BLAS
 
     def pipeline(self, options: TargetOptions) -> str:
         tune = ",braze-tune-convolutions" if options.tune_convolutions else ""

@@ -79,6 +79,9 @@ class OpenCLTarget(Target):
     # launcher checks the device's own limit (runtime/opencl.py).
     combo_arguments = 100
 
+    def fused_gemm_missing(self) -> str | None:
+        return None  # codegen/gpu_gemm.py: shared-memory tiles; attention stays torch's
+
     def build(self, unit: Unit, options: GpuOptions) -> Built:
         from braze.runtime.opencl import OpenCLKernels
 

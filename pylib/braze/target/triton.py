@@ -72,8 +72,11 @@ class TritonTarget(Target):
     # tile of registers (the CPU's defaults are sized for its caches).
     attention_blocks = (64, 64)
 
-    def blas_kernels_missing(self) -> str | None:
-        return None  # codegen/triton spells both with tl.dot
+    def fused_gemm_missing(self) -> str | None:
+        return None  # codegen/triton/gemm.py: tl.dot tiles
+
+    def flash_attention_missing(self) -> str | None:
+        return None  # codegen/triton/attention.py
 
     def build(self, unit: Unit, options: TritonOptions) -> Built:
         from braze.runtime.autotune import Tuner

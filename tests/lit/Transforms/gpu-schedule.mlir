@@ -2,6 +2,7 @@
 // RUN: braze-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(braze-gpu-schedule{target=hip threads=128}))' | FileCheck %s --check-prefix=HIP
 // RUN: braze-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(braze-gpu-schedule{target=opencl}))' | FileCheck %s --check-prefix=CL
 // RUN: braze-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(braze-gpu-schedule{target=cuda warp-row=0}))' | FileCheck %s --check-prefix=NOWARP
+// RUN: braze-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(func.func(braze-gpu-schedule{target=metal gemm-tile=32}))' | FileCheck %s --check-prefix=SMALL
 
 // Tests that a kernel without reductions takes one thread per point, a row
 // of at most 4 warps' worth of points (128 on cuda, 256 on hip) a warp
@@ -142,4 +143,42 @@ func.func @bounded(%x: tensor<?x64xf32> {braze.dims = ["S", 64]}, %y: tensor<?x6
   }
   return %e, %r, %f : tensor<?x64xf32>, tensor<?xf32>, tensor<?x64xf32>
 }
+}
+
+// -----
+
+// Tests that a fused GEMM takes 64 x 64 tiles of 16 x 16 threads, K in
+// blocks of 16 (a dynamic M the whole tile); a static M below the tile a
+// smaller M side, the smallest power of two covering it but at least 16 (3
+// rows take 16, 20 rows 32); row statistics a block per tile of whole rows
+// (tiled_gemm_rows), M read from a transposed lhs's last dim; gemm-tile=32
+// halves the tile.
+// CHECK-LABEL: func.func @gemms
+// CHECK: braze.fused_gemm {{.*}} {braze.schedule = {strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 64, 64, 16>}}
+// CHECK: braze.fused_gemm {{.*}} {braze.schedule = {strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 16, 64, 16>}}
+// CHECK: braze.fused_gemm {{.*}} {braze.schedule = {strategy = "tiled_gemm_rows", threads = 256 : i64, tile = array<i64: 32, 64, 16>}}
+// HIP-LABEL: func.func @gemms
+// HIP: tile = array<i64: 64, 64, 16>
+// SMALL-LABEL: func.func @gemms
+// SMALL: {braze.schedule = {strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 32, 32, 16>}}
+// SMALL: {braze.schedule = {strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 16, 32, 16>}}
+// SMALL: {braze.schedule = {strategy = "tiled_gemm_rows", threads = 256 : i64, tile = array<i64: 32, 32, 16>}}
+func.func @gemms(%x: tensor<?x40xf32>, %w: tensor<24x40xf32>, %one: tensor<3x40xf32>, %xt: tensor<40x20xf32>)
+    -> (tensor<?x24xf32>, tensor<3x24xf32>, tensor<20x24xf32>, tensor<20xf32>) {
+  %y = braze.fused_gemm %x, %w extras() indexing [] transpose_rhs accumulator f32
+      : (tensor<?x40xf32>, tensor<24x40xf32>) -> tensor<?x24xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  %z = braze.fused_gemm %one, %w extras() indexing [] transpose_rhs accumulator f32
+      : (tensor<3x40xf32>, tensor<24x40xf32>) -> tensor<3x24xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  %t, %s = braze.fused_gemm %xt, %w extras() indexing [] transpose_lhs transpose_rhs accumulator f32
+      reductions ["add"] : (tensor<40x20xf32>, tensor<24x40xf32>) -> tensor<20x24xf32>, tensor<20xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc, %acc : f32, f32
+  }
+  return %y, %z, %t, %s : tensor<?x24xf32>, tensor<3x24xf32>, tensor<20x24xf32>, tensor<20xf32>
 }

@@ -1,0 +1,433 @@
+"""Fused GEMMs in the C-like GPU renderers (codegen/gpu_gemm.py): shared-
+memory tiled GEMMs with their epilogue, run on OpenCL (PoCL) and Metal
+(the C++ shim) against eager PyTorch and the reference interpreter; the
+CUDA, HIP and OpenCL sources built by nvcc/NVRTC (no spills), hipcc and
+ocloc (no GPU needed)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import need, need_program
+
+import braze
+import braze.codegen
+import braze.reference
+from braze import target as targets
+from braze.codegen import function_operations
+from braze.ir import parse
+from braze.runtime.native_cache import NativeCache
+from braze.target.compiled import OclocToolchain
+from braze.testing.modules import Apply
+
+TOLERANCE = {torch.float32: 1e-4, torch.float16: 2e-3, torch.bfloat16: 2e-2}
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+
+@pytest.fixture(params=["opencl", "metal"])
+def target(request):
+    need(f"the {request.param} target", targets.get(request.param).compiler_missing())
+    return request.param
+
+
+def _random(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+def _compare(actual, expected, dtype):
+    actual = actual if isinstance(actual, (tuple, list)) else (actual,)
+    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
+    for a, e in zip(actual, expected, strict=True):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        assert torch.equal(torch.isnan(a), torch.isnan(e)), "NaN elements differ"
+        torch.testing.assert_close(a.double().nan_to_num(), e.double().nan_to_num(),
+                                   rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+def _check(function, args, target, dtype=torch.float32, **compile_options):
+    compiled = braze.compile(Apply(function), args, target=target, **compile_options)
+    assert compiled.stats["fused_gemms"] == 1
+    assert "a_tile[" in compiled.stats["source"].read_text()
+    _compare(compiled(*args), function(*args), dtype)
+    return compiled
+
+
+def _linear_gelu(x, w, b):
+    return F.gelu(F.linear(x, w, b))
+
+
+def _linear_residual(x, w, r):
+    return F.linear(x, w) + r
+
+
+def _broadcasts(x, w, row, scalar):
+    """Extras read by m (a [M, 1] column), by n (a bias) and once (a 0-d tensor)."""
+    return F.linear(x, w) * row + scalar
+
+
+def _batched_transposed(a, b, c):
+    """A batched product with a transposed rhs whose batches are strided
+    (a [N, B, K] tensor read as [B, K, N])."""
+    return torch.bmm(a, b.permute(1, 2, 0)) * 0.5 + c
+
+
+def _transposed_lhs(x, w, b):
+    return torch.relu(x.mT @ w + b)
+
+
+def _cast_to_f32(x, w):
+    return F.linear(x, w).float().sigmoid()
+
+
+# (function, argument shapes): nn.Linear's transposed weight, a residual at
+# (m, n), extras by m, n and scalar, a batch with a strided transposed
+# rhs, one row (decode), K of 67 (not a multiple of 16), a
+# transposed lhs, a cast out of the product's type, an empty K, more than
+# one tile each way.
+GEMMS = {
+    "linear_bias_gelu": (_linear_gelu, [(10, 40), (24, 40), (24,)]),
+    "linear_residual": (_linear_residual, [(10, 40), (24, 40), (10, 24)]),
+    "broadcasts": (_broadcasts, [(10, 40), (24, 40), (10, 1), ()]),
+    "batched_transposed": (_batched_transposed, [(3, 9, 20), (18, 3, 20), (3, 9, 18)]),
+    "one_row": (_linear_gelu, [(1, 40), (24, 40), (24,)]),
+    "odd_k": (_linear_gelu, [(10, 67), (24, 67), (24,)]),
+    "transposed_lhs": (_transposed_lhs, [(40, 10), (40, 24), (24,)]),
+    "cast": (_cast_to_f32, [(10, 40), (24, 40)]),
+    "empty_k": (_linear_gelu, [(10, 0), (24, 0), (24,)]),
+    "tiles": (_linear_residual, [(70, 33), (130, 33), (70, 130)]),
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("case", sorted(GEMMS))
+def test_fused_gemms_match_eager(target, case, dtype):
+    function, shapes = GEMMS[case]
+    dtype = DTYPES[dtype]
+    args = tuple(_random(*shape, dtype=dtype, seed=n) for n, shape in enumerate(shapes))
+    _check(function, args, target, dtype)
+
+
+def test_a_dynamic_m_serves_every_row_count(target):
+    rows = torch.export.Dim("rows", min=1, max=4096)
+    args = (_random(10, 40), _random(24, 40, seed=1), _random(24, seed=2))
+    compiled = _check(_linear_gelu, args, target, dynamic_shapes=(({0: rows}, None, None),))
+    for m in (1, 7, 33, 130):
+        x = _random(m, 40, seed=m)
+        _compare(compiled(x, *args[1:]), _linear_gelu(x, *args[1:]), torch.float32)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+def test_row_statistics_walk_whole_rows(target, dtype):
+    """A softmax's row max and an RMSNorm's sum of squares fused as
+    statistics, N over several tiles of 64; a batched softmax too."""
+    dtype = DTYPES[dtype]
+
+    def function(x, w, r):
+        y = F.linear(x, w) + r
+        return torch.softmax(y, -1), y * torch.rsqrt((y * y).mean(-1, keepdim=True) + 1e-6)
+
+    args = (_random(12, 32, dtype=dtype), _random(200, 32, seed=1, dtype=dtype), _random(12, 200, seed=2, dtype=dtype))
+    compiled = _check(function, args, target, dtype)
+    assert "stat0_part" in compiled.stats["source"].read_text()
+
+    def batched(a, b, c):
+        return torch.softmax(torch.bmm(a, b) + c, -1)
+
+    _check(batched, (_random(2, 9, 20), _random(2, 20, 70, seed=1), _random(2, 9, 70, seed=2)), target)
+
+
+SCALED = """
+func.func @f(%x: tensor<?x19xf32>, %w: tensor<19x21xf32>, %sa: tensor<f32>, %sb: tensor<21xf32>,
+             %k: tensor<f32>) -> (tensor<?x21xf32>, tensor<?xf32>, tensor<?xf32>) {
+  %y, %s, %m = braze.fused_gemm %x, %w lhs_scale(%sa : tensor<f32>) rhs_scale(%sb : tensor<21xf32>)
+      extras(%k : tensor<f32>) indexing ["scalar"] accumulator f32 reductions ["add", "max"]
+      : (tensor<?x19xf32>, tensor<19x21xf32>) -> tensor<?x21xf32>, tensor<?xf32>, tensor<?xf32> {
+  ^bb0(%acc: f32, %c: f32):
+    %v = arith.addf %acc, %c : f32
+    %q = arith.mulf %v, %v : f32
+    braze.gemm_yield %v, %q, %v : f32, f32, f32
+  }
+  return %y, %s, %m : tensor<?x21xf32>, tensor<?xf32>, tensor<?xf32>
+}"""
+SCALED_RESIDUAL = """
+func.func @f(%a: tensor<2x4x8xbf16>, %b: tensor<2x4x16xbf16>, %sa: tensor<8xf32>, %sb: tensor<f32>,
+             %res: tensor<2x8x16xbf16>, %row: tensor<8xf32>, %k: tensor<f32>) -> tensor<2x8x16xbf16> {
+  %y = braze.fused_gemm %a, %b lhs_scale(%sa : tensor<8xf32>) rhs_scale(%sb : tensor<f32>)
+      extras(%res, %row, %k : tensor<2x8x16xbf16>, tensor<8xf32>, tensor<f32>) indexing ["mn", "m", "scalar"]
+      transpose_lhs accumulator f32 : (tensor<2x4x8xbf16>, tensor<2x4x16xbf16>) -> tensor<2x8x16xbf16> {
+  ^bb0(%acc: f32, %r: bf16, %m: f32, %s: f32):
+    %wide = arith.extf %r : bf16 to f32
+    %t = arith.mulf %acc, %s : f32
+    %u = arith.addf %t, %m : f32
+    %v = arith.addf %u, %wide : f32
+    %o = arith.truncf %v : f32 to bf16
+    braze.gemm_yield %o : bf16
+  }
+  return %y : tensor<2x8x16xbf16>
+}"""
+
+
+def test_hand_written_scales_extras_and_statistics_match_the_reference(target):
+    """A per-tensor lhs scale and per-column rhs scales with a scalar extra
+    and both statistics (NaN rows included); per-row lhs scales on a batched
+    bf16 product with a transposed lhs and (m, n), m and scalar extras."""
+    f32, bf16 = torch.float32, torch.bfloat16
+    for text, shapes in ((SCALED, [((5, 19), f32), ((19, 21), f32), ((), f32), ((21,), f32), ((), f32)]),
+                         (SCALED_RESIDUAL, [((2, 4, 8), bf16), ((2, 4, 16), bf16), ((8,), f32), ((), f32),
+                                            ((2, 8, 16), bf16), ((8,), f32), ((), f32)])):
+        inputs = [_random(*shape, dtype=dtype, seed=n) for n, (shape, dtype) in enumerate(shapes)]
+        if text is SCALED:
+            inputs[0][2, 3] = float("nan")  # row 2's statistics are NaN
+        compiled = braze.compile_mlir(text, target=target)
+        assert compiled.stats["fused_gemms"] == 1
+        for out, expected in zip(compiled(*inputs), braze.reference.run(parse(text), *inputs), strict=True):
+            _compare(out, expected, expected.dtype)
+
+
+def _int8_linear(x, w, s, b):
+    """An int8 weight dequantised for one linear, as torchao writes it."""
+    return F.silu(F.linear(x, w.to(x.dtype) * s[:, None], b))
+
+
+def _scaled_mm(a, b, sa, sb, bias):
+    return torch._scaled_mm(a, b.t(), sa, sb, bias=bias, out_dtype=torch.bfloat16)
+
+
+def _quantised(case: str, m: int):
+    if case.startswith("int8"):
+        dtype = torch.bfloat16 if case.endswith("bf16") else torch.float32
+        w = torch.randint(-127, 128, (24, 70), generator=torch.Generator().manual_seed(1), dtype=torch.int8)
+        scale = (_random(24, seed=2).abs() / 64 + 1e-3).to(dtype)
+        return _int8_linear, (_random(m, 70, dtype=dtype), w, scale, _random(24, dtype=dtype, seed=3))
+    fp8 = torch.float8_e4m3fn if case.startswith("e4m3") else torch.float8_e5m2
+    a, b = _random(m, 48).to(fp8), _random(32, 48, seed=1).to(fp8)
+    rowwise = case.endswith("rowwise")
+    sa = _random(m, 1, seed=2).abs() + 0.5 if rowwise else torch.tensor(0.75)
+    sb = _random(1, 32, seed=3).abs() + 0.5 if rowwise else torch.tensor(1.5)
+    return _scaled_mm, (a, b, sa, sb, _random(32, dtype=torch.bfloat16, seed=4))
+
+
+@pytest.mark.parametrize("case", ["int8_f32", "int8_bf16", "e4m3_tensorwise", "e4m3_rowwise"])
+def test_quantised_gemms_match_eager(target, case):
+    """An int8 weight widened to the activations' type and 8-bit floats
+    widened to f32 as they are staged, the scales on the accumulator; M of
+    9 and 1."""
+    for m in (9, 1):
+        function, args = _quantised(case, m)
+        compiled = braze.compile(Apply(function), args, target=target)
+        assert compiled.stats["fused_gemms"] == 1
+        got, expected = compiled(*args), function(*args)
+        # Relative to the largest value: eager rounds the scaled weight to bf16 before its
+        # product, braze scales the f32 accumulator.
+        tolerance = TOLERANCE[expected.dtype] * max(expected.float().abs().max().item(), 1.0)
+        assert got.dtype == expected.dtype and (got.float() - expected.float()).abs().max().item() <= tolerance
+
+
+FLOAT8_TYPES = {torch.float8_e4m3fn: "f8E4M3FN", torch.float8_e5m2: "f8E5M2"}
+
+
+def test_float8_decoders_are_exact():
+    """Every byte of both 8-bit float formats widens to torch's value
+    (NaNs as NaN), through a GEMM with a one-element K."""
+    need("the opencl target", targets.get("opencl").compiler_missing())
+    for fp8, name in FLOAT8_TYPES.items():
+        text = f"""
+func.func @f(%a: tensor<256x1x{name}>, %b: tensor<1x1x{name}>) -> tensor<256x1xf32> {{
+  %y = braze.fused_gemm %a, %b extras() indexing [] accumulator f32
+      : (tensor<256x1x{name}>, tensor<1x1x{name}>) -> tensor<256x1xf32> {{
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }}
+  return %y : tensor<256x1xf32>
+}}"""
+        a = torch.arange(256, dtype=torch.uint8).view(fp8).reshape(256, 1)
+        (got,) = braze.compile_mlir(text, target="opencl")(a, torch.ones(1, 1).to(fp8))
+        expected = a.float()
+        assert torch.equal(torch.isnan(got), torch.isnan(expected))
+        assert torch.equal(got.nan_to_num(), expected.nan_to_num())
+
+
+def test_torch_compile_runs_a_model_with_no_fallback(target):
+    """A small MLP block (linear + GELU, linear + residual, then an RMSNorm)
+    through torch.compile(backend="braze"): no graph runs in eager."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up, self.down = torch.nn.Linear(32, 96), torch.nn.Linear(96, 32)
+
+        def forward(self, x):
+            y = x + self.down(F.gelu(self.up(x)))
+            return y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    model = Block().eval()
+    x = torch.randn(2, 7, 32)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("error", message="braze: .*runs in eager")
+        expected = model(x)
+        actual = torch.compile(model, backend="braze", options={"target": target})(x)
+    torch._dynamo.reset()
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_the_pipelines_fuse_gemms_but_leave_attention_to_torch():
+    """The C-like targets run braze-epilogue-fusion but not
+    braze-lower-attention; a hand-written flash attention is refused by name."""
+    for name in ("opencl", "cuda", "hip", "metal"):
+        target = targets.get(name)
+        pipeline = target.pipeline(target.options())
+        assert target.fused_gemm_missing() is None and target.flash_attention_missing()
+        assert "braze-epilogue-fusion" in pipeline and "braze-lower-attention" not in pipeline
+    text = """
+func.func @f(%q: tensor<1x2x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) -> tensor<1x2x8x16xf32> {
+  %o = braze.attention %q, %k, %v scale 0.25 : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>
+      -> tensor<1x2x8x16xf32>
+  return %o : tensor<1x2x8x16xf32>
+}"""
+    module = parse(text)
+    braze.run_pipeline(module, braze.passes.kernel_form_pipeline(flash_attention=True))
+    with pytest.raises(braze.BrazeError, match="the opencl renderer does not spell braze.flash_attention"):
+        braze.codegen.emit(module, "opencl")
+
+
+F64 = """
+func.func @f(%x: tensor<?x37xf64>, %w: tensor<37x5xf64>) -> tensor<?x5xf64> {
+  %y = braze.fused_gemm %x, %w extras() indexing [] accumulator f64 : (tensor<?x37xf64>, tensor<37x5xf64>)
+      -> tensor<?x5xf64> {
+  ^bb0(%acc: f64):
+    %e = math.exp %acc : f64
+    braze.gemm_yield %e : f64
+  }
+  return %y : tensor<?x5xf64>
+}"""
+
+
+def test_f64_accumulates_in_double():
+    need("the opencl target", targets.get("opencl").compiler_missing())
+    inputs = [_random(70, 37, dtype=torch.float64) / 8, _random(37, 5, seed=1, dtype=torch.float64)]
+    (got,) = braze.compile_mlir(F64, target="opencl")(*inputs)
+    (expected,) = braze.reference.run(parse(F64), *inputs)
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_bad_schedules_and_operands_are_refused_by_name():
+    text = """
+func.func @f(%x: tensor<8x16xi8>, %w: tensor<16x8xi8>) -> tensor<8x8xi32> {
+  %y = braze.fused_gemm %x, %w extras() indexing [] accumulator i32
+      : (tensor<8x16xi8>, tensor<16x8xi8>) -> tensor<8x8xi32> {
+  ^bb0(%acc: i32):
+    braze.gemm_yield %acc : i32
+  }
+  return %y : tensor<8x8xi32>
+}"""
+    with pytest.raises(braze.BrazeError, match="the OpenCL C renderer multiplies no i8 x i8 operands"):
+        braze.codegen.emit(parse(text), "opencl")
+    with pytest.raises(braze.BrazeError, match="the Metal renderer has no type for f64"):
+        braze.codegen.emit(parse(F64), "metal")
+    tiled = SCALED.replace('reductions ["add", "max"]',
+                           'reductions ["add", "max"] {braze.schedule = {strategy = "tiled_gemm", threads = 256, '
+                           'tile = array<i64: 64, 64, 16>}}')
+    with pytest.raises(braze.BrazeError, match="strategy 'tiled_gemm' does not fit a GEMM with row statistics"):
+        braze.codegen.emit(parse(tiled), "cuda")
+    odd = tiled.replace('"tiled_gemm"', '"tiled_gemm_rows"').replace("64, 64, 16", "24, 64, 16")
+    with pytest.raises(braze.BrazeError, match=r"tile \[24, 64, 16\] must have M and N sides that are multiples"):
+        braze.codegen.emit(parse(odd), "cuda")
+
+
+# -- ahead-of-time builds ------------------------------------------------------
+# A module with every form: f32 with a bias and GELU, bf16 with row
+# statistics, a batched transposed product, an int8 weight and f8 operands.
+def _aot_unit(target_name: str, **options):
+    target = targets.get(target_name)
+    need(f"the {target_name} target", target.compiler_missing())
+    chosen = target.options(options)
+    module = parse(AOT)
+    braze.run_pipeline(module, target.pipeline(chosen))
+    func = next(iter(module.mlir_module.body.operations))
+    unit = target.emit(function_operations(func), chosen)
+    assert sum(spec.strategy.startswith("tiled_gemm") for spec in unit.kernels.values()) == 4
+    return target, chosen, unit
+
+
+AOT = """
+func.func @f(%x: tensor<?x40xf32>, %w: tensor<24x40xf32>, %b: tensor<24xf32>, %h: tensor<12x32xbf16>,
+             %hw: tensor<200x32xbf16>, %q: tensor<2x3x9x20xf32>, %k: tensor<2x3x18x20xf32>,
+             %a8: tensor<9x48xf8E4M3FN>, %b8: tensor<48x32xf8E4M3FN>)
+    -> (tensor<?x24xf32>, tensor<12x200xbf16>, tensor<12xf32>, tensor<2x3x9x18xf32>, tensor<9x32xbf16>) {
+  %y = braze.fused_gemm %x, %w extras(%b : tensor<24xf32>) indexing ["n"] transpose_rhs accumulator f32
+      : (tensor<?x40xf32>, tensor<24x40xf32>) -> tensor<?x24xf32> {
+  ^bb0(%acc: f32, %bias: f32):
+    %s = arith.addf %acc, %bias : f32
+    %t = math.tanh %s : f32
+    braze.gemm_yield %t : f32
+  }
+  %z, %ss = braze.fused_gemm %h, %hw extras() indexing [] transpose_rhs accumulator f32 reductions ["add"]
+      : (tensor<12x32xbf16>, tensor<200x32xbf16>) -> tensor<12x200xbf16>, tensor<12xf32> {
+  ^bb0(%acc: f32):
+    %r = arith.truncf %acc : f32 to bf16
+    %e = arith.extf %r : bf16 to f32
+    %sq = arith.mulf %e, %e : f32
+    braze.gemm_yield %r, %sq : bf16, f32
+  }
+  %p = braze.fused_gemm %q, %k extras() indexing [] transpose_rhs accumulator f32
+      : (tensor<2x3x9x20xf32>, tensor<2x3x18x20xf32>) -> tensor<2x3x9x18xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  %f = braze.fused_gemm %a8, %b8 extras() indexing [] accumulator f32
+      : (tensor<9x48xf8E4M3FN>, tensor<48x32xf8E4M3FN>) -> tensor<9x32xbf16> {
+  ^bb0(%acc: f32):
+    %r = arith.truncf %acc : f32 to bf16
+    braze.gemm_yield %r : bf16
+  }
+  return %y, %z, %ss, %p, %f : tensor<?x24xf32>, tensor<12x200xbf16>, tensor<12xf32>, tensor<2x3x9x18xf32>,
+      tensor<9x32xbf16>
+}"""
+
+
+def test_every_form_matches_the_reference(target):
+    """The ahead-of-time module run: two batch dims, 8-bit float operands,
+    a bf16 statistic's f32 result and a dynamic M."""
+    module = parse(AOT)
+    shapes = [((5, 40), torch.float32), ((24, 40), torch.float32), ((24,), torch.float32),
+              ((12, 32), torch.bfloat16), ((200, 32), torch.bfloat16), ((2, 3, 9, 20), torch.float32),
+              ((2, 3, 18, 20), torch.float32), ((9, 48), torch.float8_e4m3fn), ((48, 32), torch.float8_e4m3fn)]
+    inputs = [_random(*shape, seed=n).to(dtype) for n, (shape, dtype) in enumerate(shapes)]
+    compiled = braze.compile_mlir(AOT, target=target)
+    assert compiled.stats["fused_gemms"] == 4
+    for out, expected in zip(compiled(*inputs), braze.reference.run(module, *inputs), strict=True):
+        _compare(out, expected, expected.dtype)
+
+
+@pytest.mark.parametrize("compiler", ["nvrtc", "nvcc"])
+def test_the_cuda_gemms_build_an_sm90_cubin_without_spills(compiler):
+    if compiler == "nvcc":
+        need_program("nvcc")
+    cuda, options, unit = _aot_unit("cuda", compiler=compiler)
+    source, cubin, _ = cuda.compile_artifact(unit, options)
+    assert cubin[:4] == b"\x7fELF"
+    if compiler == "nvcc":
+        report = (source.parent / "build.log").read_text()
+        assert len(re.findall(r"Compiling entry function '(\w+)'", report)) == len(unit.kernels)
+        spills = re.findall(r"(\d+) bytes spill (?:stores|loads)", report)
+        assert spills and all(s == "0" for s in spills), report
+
+
+def test_the_hip_gemms_build_for_gfx90a():
+    need_program("hipcc")
+    hip, options, unit = _aot_unit("hip")
+    _, code_object, _ = hip.compile_artifact(unit, options)
+    assert code_object[:4] in (b"\x7fELF", b"__CL")
+
+
+def test_ocloc_builds_the_opencl_gemms_for_pvc():
+    need_program("ocloc")
+    _, options, unit = _aot_unit("opencl")
+    binary = NativeCache(toolchain=OclocToolchain("pvc"), salt=options.key()).load(unit.source)
+    assert len(binary) > 1000
