@@ -140,11 +140,11 @@ class GpuGemmRenderer:
         indices = batch + ([row, k] if (number == 0) != transposed else [k, row])
         load = f"in{number}[{r.offset('input', number, [f'({i})' if '+' in i else i for i in indices])}]"
         value = self._widened(self.loaded[number], load)
-        return [f"    for (int e = tid; e < {tk * tile_side}; e += {self.threads}) {{",
-                *[f"      {line}" for line in decode],
-                f"      {name}_tile[kk * {tile_side} + o] = ({first} + o < {extent} && k0 + kk < n{a.k}) ? {value} "
+        return [f"  for (int e = tid; e < {tk * tile_side}; e += {self.threads}) {{",
+                *[f"    {line}" for line in decode],
+                f"    {name}_tile[kk * {tile_side} + o] = ({first} + o < {extent} && k0 + kk < n{a.k}) ? {value} "
                 f": ({self.multiply})0;",
-                "    }"]
+                "  }"]
 
     def _product(self, indent: str) -> list[str]:
         """`acc[i][j]`: this thread's register tile of the product."""
@@ -154,8 +154,8 @@ class GpuGemmRenderer:
                  f"for (int i = 0; i < {self.rows}; ++i)",
                  f"  for (int j = 0; j < {self.columns}; ++j) acc[i][j] = ({self.multiply})0;",
                  f"for (int64_t k0 = 0; k0 < n{a.k}; k0 += {tk}) {{",
-                 *[line[2:] for line in self._stage(0, tm, "m", a.transpose_lhs)],
-                 *[line[2:] for line in self._stage(1, tn, "n", a.transpose_rhs)],
+                 *self._stage(0, tm, "m", a.transpose_lhs),
+                 *self._stage(1, tn, "n", a.transpose_rhs),
                  f"  {r.barrier};",
                  f"  for (int kk = 0; kk < {tk}; ++kk) {{",
                  f"    {self.multiply} a_reg[{self.rows}], b_reg[{self.columns}];",

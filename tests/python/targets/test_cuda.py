@@ -36,6 +36,16 @@ func.func @f(%x: tensor<4x4096xf32>) -> tensor<4xf32> {
   %r = braze.sum %x dims [1] : tensor<4x4096xf32> -> tensor<4xf32>
   return %r : tensor<4xf32>
 }"""
+GEMM = """
+func.func @f(%x: tensor<?x40xf32>, %w: tensor<70x40xf32>) -> tensor<?x70xf32> {
+  %y = braze.fused_gemm %x, %w extras() indexing [] transpose_rhs accumulator f32
+      : (tensor<?x40xf32>, tensor<70x40xf32>) -> tensor<?x70xf32> {
+  ^bb0(%acc: f32):
+    %e = math.exp %acc : f32
+    braze.gemm_yield %e : f32
+  }
+  return %y : tensor<?x70xf32>
+}"""
 DIVIDE = """
 func.func @f(%x: tensor<6xi32>, %y: tensor<6xi32>) -> tensor<6xi32> {
   %q = braze.div %x, %y : tensor<6xi32>, tensor<6xi32> -> tensor<6xi32>
@@ -212,6 +222,23 @@ def test_a_program_launches_each_kernel_with_its_grid_and_pointers(cuda, monkeyp
     assert "cuModuleUnload" not in driver.calls
     del program
     assert driver.calls[-1] == "cuModuleUnload"  # with the program goes its module
+
+
+def test_a_fused_gemm_launches_a_block_per_tile(cuda, monkeypatch):
+    """A fused GEMM (codegen/gpu_gemm.py): 256 threads per block, a block
+    per 64 x 64 tile of the schedule, its sizes those of a kernel over
+    [M, N, K] read from its matrices."""
+    program, unit, driver, _ = _recorded_program(cuda, GEMM, monkeypatch)
+    (spec,) = unit.kernels.values()
+    assert (spec.strategy, spec.tile, spec.threads) == ("tiled_gemm", (64, 64, 16), 256)
+    x, w = torch.randn(100, 40), torch.randn(70, 40)
+    (y,) = program(x, w)
+    (launch,) = driver.launches
+    assert (launch.grid, launch.block) == ((2 * 2, 1, 1), (256, 1, 1))
+    assert launch.pointers[:3] == [x.data_ptr(), w.data_ptr(), y.data_ptr()]
+    assert launch.sizes == [100, 70, 40, 40, 1, 40, 1, 100, 70]
+    program(x[:0], w)  # no rows: no launch
+    assert len(driver.launches) == 1
 
 
 def test_a_combo_is_one_launch_of_every_sub_kernels_blocks(cuda, monkeypatch):

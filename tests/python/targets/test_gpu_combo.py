@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from conftest import need, need_program
+from conftest import need, need_program, nvcc_entry_functions, target_unit
 
 import braze
 from braze import reference
@@ -248,15 +248,7 @@ def test_a_launch_past_the_argument_table_is_refused(monkeypatch):
 
 
 def _combo_unit(target_name: str, **options):
-    target = targets.get(target_name)
-    need(f"the {target_name} target", target.compiler_missing())
-    chosen = target.options(options)
-    module = parse(MIXED)
-    run_pipeline(module, target.pipeline(chosen))
-    func = next(iter(module.mlir_module.body.operations))
-    from braze.codegen import function_operations
-
-    unit = target.emit(function_operations(func), chosen)
+    target, chosen, unit = target_unit(target_name, MIXED, **options)
     assert list(unit.launches) == ["braze_kernel_combo_0"] and len(unit.kernels) == SUB_KERNELS
     return target, chosen, unit
 
@@ -271,10 +263,7 @@ def test_the_cuda_combo_builds_an_sm90_cubin(compiler):
     source, cubin, _ = cuda.compile_artifact(unit, options)
     assert cubin[:4] == b"\x7fELF" and b"\0braze_kernel_combo_0\0" in cubin
     if compiler == "nvcc":
-        report = (source.parent / "build.log").read_text()
-        assert re.findall(r"Compiling entry function '(\w+)'", report) == ["braze_kernel_combo_0"]
-        spills = re.findall(r"(\d+) bytes spill (?:stores|loads)", report)
-        assert spills and all(s == "0" for s in spills), report
+        assert nvcc_entry_functions(source) == ["braze_kernel_combo_0"]
 
 
 def test_the_hip_combo_builds_for_gfx90a():

@@ -6,19 +6,18 @@ ocloc (no GPU needed)."""
 
 from __future__ import annotations
 
-import re
 import warnings
 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import need, need_program
+from conftest import need, need_program, nvcc_entry_functions, target_unit
+from gemm_cases import INTEGER_GEMM, QUANTISED, SCALED, SCALED_RESIDUAL, quantised
 
 import braze
 import braze.codegen
 import braze.reference
 from braze import target as targets
-from braze.codegen import function_operations
 from braze.ir import parse
 from braze.runtime.native_cache import NativeCache
 from braze.target.compiled import OclocToolchain
@@ -140,37 +139,6 @@ def test_row_statistics_walk_whole_rows(target, dtype):
     _check(batched, (_random(2, 9, 20), _random(2, 20, 70, seed=1), _random(2, 9, 70, seed=2)), target)
 
 
-SCALED = """
-func.func @f(%x: tensor<?x19xf32>, %w: tensor<19x21xf32>, %sa: tensor<f32>, %sb: tensor<21xf32>,
-             %k: tensor<f32>) -> (tensor<?x21xf32>, tensor<?xf32>, tensor<?xf32>) {
-  %y, %s, %m = braze.fused_gemm %x, %w lhs_scale(%sa : tensor<f32>) rhs_scale(%sb : tensor<21xf32>)
-      extras(%k : tensor<f32>) indexing ["scalar"] accumulator f32 reductions ["add", "max"]
-      : (tensor<?x19xf32>, tensor<19x21xf32>) -> tensor<?x21xf32>, tensor<?xf32>, tensor<?xf32> {
-  ^bb0(%acc: f32, %c: f32):
-    %v = arith.addf %acc, %c : f32
-    %q = arith.mulf %v, %v : f32
-    braze.gemm_yield %v, %q, %v : f32, f32, f32
-  }
-  return %y, %s, %m : tensor<?x21xf32>, tensor<?xf32>, tensor<?xf32>
-}"""
-SCALED_RESIDUAL = """
-func.func @f(%a: tensor<2x4x8xbf16>, %b: tensor<2x4x16xbf16>, %sa: tensor<8xf32>, %sb: tensor<f32>,
-             %res: tensor<2x8x16xbf16>, %row: tensor<8xf32>, %k: tensor<f32>) -> tensor<2x8x16xbf16> {
-  %y = braze.fused_gemm %a, %b lhs_scale(%sa : tensor<8xf32>) rhs_scale(%sb : tensor<f32>)
-      extras(%res, %row, %k : tensor<2x8x16xbf16>, tensor<8xf32>, tensor<f32>) indexing ["mn", "m", "scalar"]
-      transpose_lhs accumulator f32 : (tensor<2x4x8xbf16>, tensor<2x4x16xbf16>) -> tensor<2x8x16xbf16> {
-  ^bb0(%acc: f32, %r: bf16, %m: f32, %s: f32):
-    %wide = arith.extf %r : bf16 to f32
-    %t = arith.mulf %acc, %s : f32
-    %u = arith.addf %t, %m : f32
-    %v = arith.addf %u, %wide : f32
-    %o = arith.truncf %v : f32 to bf16
-    braze.gemm_yield %o : bf16
-  }
-  return %y : tensor<2x8x16xbf16>
-}"""
-
-
 def test_hand_written_scales_extras_and_statistics_match_the_reference(target):
     """A per-tensor lhs scale and per-column rhs scales with a scalar extra
     and both statistics (NaN rows included); per-row lhs scales on a batched
@@ -188,36 +156,13 @@ def test_hand_written_scales_extras_and_statistics_match_the_reference(target):
             _compare(out, expected, expected.dtype)
 
 
-def _int8_linear(x, w, s, b):
-    """An int8 weight dequantised for one linear, as torchao writes it."""
-    return F.silu(F.linear(x, w.to(x.dtype) * s[:, None], b))
-
-
-def _scaled_mm(a, b, sa, sb, bias):
-    return torch._scaled_mm(a, b.t(), sa, sb, bias=bias, out_dtype=torch.bfloat16)
-
-
-def _quantised(case: str, m: int):
-    if case.startswith("int8"):
-        dtype = torch.bfloat16 if case.endswith("bf16") else torch.float32
-        w = torch.randint(-127, 128, (24, 70), generator=torch.Generator().manual_seed(1), dtype=torch.int8)
-        scale = (_random(24, seed=2).abs() / 64 + 1e-3).to(dtype)
-        return _int8_linear, (_random(m, 70, dtype=dtype), w, scale, _random(24, dtype=dtype, seed=3))
-    fp8 = torch.float8_e4m3fn if case.startswith("e4m3") else torch.float8_e5m2
-    a, b = _random(m, 48).to(fp8), _random(32, 48, seed=1).to(fp8)
-    rowwise = case.endswith("rowwise")
-    sa = _random(m, 1, seed=2).abs() + 0.5 if rowwise else torch.tensor(0.75)
-    sb = _random(1, 32, seed=3).abs() + 0.5 if rowwise else torch.tensor(1.5)
-    return _scaled_mm, (a, b, sa, sb, _random(32, dtype=torch.bfloat16, seed=4))
-
-
-@pytest.mark.parametrize("case", ["int8_f32", "int8_bf16", "e4m3_tensorwise", "e4m3_rowwise"])
+@pytest.mark.parametrize("case", QUANTISED)
 def test_quantised_gemms_match_eager(target, case):
     """An int8 weight widened to the activations' type and 8-bit floats
     widened to f32 as they are staged, the scales on the accumulator; M of
     9 and 1."""
     for m in (9, 1):
-        function, args = _quantised(case, m)
+        function, args = quantised(case, m)
         compiled = braze.compile(Apply(function), args, target=target)
         assert compiled.stats["fused_gemms"] == 1
         got, expected = compiled(*args), function(*args)
@@ -317,17 +262,8 @@ def test_f64_accumulates_in_double():
 
 
 def test_bad_schedules_and_operands_are_refused_by_name():
-    text = """
-func.func @f(%x: tensor<8x16xi8>, %w: tensor<16x8xi8>) -> tensor<8x8xi32> {
-  %y = braze.fused_gemm %x, %w extras() indexing [] accumulator i32
-      : (tensor<8x16xi8>, tensor<16x8xi8>) -> tensor<8x8xi32> {
-  ^bb0(%acc: i32):
-    braze.gemm_yield %acc : i32
-  }
-  return %y : tensor<8x8xi32>
-}"""
     with pytest.raises(braze.BrazeError, match="the OpenCL C renderer multiplies no i8 x i8 operands"):
-        braze.codegen.emit(parse(text), "opencl")
+        braze.codegen.emit(parse(INTEGER_GEMM), "opencl")
     with pytest.raises(braze.BrazeError, match="the Metal renderer has no type for f64"):
         braze.codegen.emit(parse(F64), "metal")
     tiled = SCALED.replace('reductions ["add", "max"]',
@@ -344,13 +280,7 @@ func.func @f(%x: tensor<8x16xi8>, %w: tensor<16x8xi8>) -> tensor<8x8xi32> {
 # A module with every form: f32 with a bias and GELU, bf16 with row
 # statistics, a batched transposed product, an int8 weight and f8 operands.
 def _aot_unit(target_name: str, **options):
-    target = targets.get(target_name)
-    need(f"the {target_name} target", target.compiler_missing())
-    chosen = target.options(options)
-    module = parse(AOT)
-    braze.run_pipeline(module, target.pipeline(chosen))
-    func = next(iter(module.mlir_module.body.operations))
-    unit = target.emit(function_operations(func), chosen)
+    target, chosen, unit = target_unit(target_name, AOT, **options)
     assert sum(spec.strategy.startswith("tiled_gemm") for spec in unit.kernels.values()) == 4
     return target, chosen, unit
 
@@ -413,21 +343,14 @@ def test_the_cuda_gemms_build_an_sm90_cubin_without_spills(compiler):
     source, cubin, _ = cuda.compile_artifact(unit, options)
     assert cubin[:4] == b"\x7fELF"
     if compiler == "nvcc":
-        report = (source.parent / "build.log").read_text()
-        assert len(re.findall(r"Compiling entry function '(\w+)'", report)) == len(unit.kernels)
-        spills = re.findall(r"(\d+) bytes spill (?:stores|loads)", report)
-        assert spills and all(s == "0" for s in spills), report
+        assert sorted(nvcc_entry_functions(source)) == sorted(unit.kernels)
 
 
-def test_the_hip_gemms_build_for_gfx90a():
-    need_program("hipcc")
-    hip, options, unit = _aot_unit("hip")
-    _, code_object, _ = hip.compile_artifact(unit, options)
-    assert code_object[:4] in (b"\x7fELF", b"__CL")
-
-
-def test_ocloc_builds_the_opencl_gemms_for_pvc():
-    need_program("ocloc")
-    _, options, unit = _aot_unit("opencl")
-    binary = NativeCache(toolchain=OclocToolchain("pvc"), salt=options.key()).load(unit.source)
-    assert len(binary) > 1000
+@pytest.mark.parametrize("target_name, program", [("hip", "hipcc"), ("opencl", "ocloc")])
+def test_the_hip_and_opencl_gemms_build_for_gfx90a_and_pvc(target_name, program):
+    need_program(program)
+    target, options, unit = _aot_unit(target_name)
+    if target_name == "hip":
+        assert target.compile_artifact(unit, options)[1][:4] in (b"\x7fELF", b"__CL")
+    else:
+        assert len(NativeCache(toolchain=OclocToolchain("pvc"), salt=options.key()).load(unit.source)) > 1000

@@ -45,10 +45,11 @@ def test_opinfo_samples_run_on_pocl():
     assert passed >= 150
 
 
-def test_scaled_mm_runs_through_torch():
-    """A target without fused GEMMs runs braze.scaled_mm as torch._scaled_mm
-    (on a GPU, the vendor's fp8 GEMM) and its epilogue as a kernel; no
-    renderer sees the op."""
+def test_scaled_mm_runs_fused_or_through_torch():
+    """braze.scaled_mm with its epilogue is one fused GEMM (the 8-bit floats
+    widened as they are staged, codegen/gpu_gemm.py); with epilogue fusion
+    off it runs as torch._scaled_mm (on a GPU, the vendor's fp8 GEMM) and
+    its epilogue as a kernel."""
     g = torch.Generator().manual_seed(0)
     a = torch.randn(8, 64, generator=g).to(torch.float8_e4m3fn)
     w = torch.randn(32, 64, generator=g).to(torch.float8_e4m3fn)
@@ -57,7 +58,8 @@ def test_scaled_mm_runs_through_torch():
     def f(a, w, scale_a, scale_b):
         return torch.nn.functional.gelu(torch._scaled_mm(a, w.t(), scale_a, scale_b, out_dtype=torch.float32))
 
-    compiled = braze.compile(f, (a, w, scale_a, scale_b), target="opencl")
-    assert compiled.stats["gemms"] == 1 and compiled.stats["fused_gemms"] == 0
     expected = f(a, w, scale_a, scale_b)
-    assert (compiled(a, w, scale_a, scale_b) - expected).abs().max() <= 1e-5 * expected.abs().max()
+    for fusion, counts in ((True, (0, 1)), (False, (1, 0))):
+        compiled = braze.compile(f, (a, w, scale_a, scale_b), target="opencl", options={"epilogue_fusion": fusion})
+        assert (compiled.stats["gemms"], compiled.stats["fused_gemms"]) == counts
+        assert (compiled(a, w, scale_a, scale_b) - expected).abs().max() <= 1e-5 * expected.abs().max()

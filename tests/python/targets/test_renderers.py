@@ -15,10 +15,12 @@ from braze.codegen.analysis import KERNEL_BODY_OPS, KernelAnalysis
 from braze.codegen.cpp.emitter import CppRenderer
 from braze.codegen.cuda import CudaRenderer, HipRenderer
 from braze.codegen.gpu import STRATEGIES, render_source
+from braze.codegen.gpu_gemm import STRATEGIES as GEMM_STRATEGIES
 from braze.codegen.metal import MetalRenderer
 from braze.codegen.opencl import OpenCLRenderer
 from braze.codegen.triton import TritonRenderer, render_module
 from braze.codegen.triton.emitter import STRATEGIES as TRITON_STRATEGIES
+from braze.runtime.autotune import TILED
 from braze.testing.kernels import kernel_form
 
 RENDERERS = [CppRenderer, CudaRenderer, HipRenderer, OpenCLRenderer, MetalRenderer]
@@ -53,7 +55,7 @@ def test_every_capture_suite_kernel_renders_as_triton(model):
     compile(source, model, "exec")  # valid Python
     assert len(specs) == len(kernels) and source.count("@triton.jit\ndef ") >= len(kernels)
     for name, spec in specs.items():
-        assert spec.strategy in TRITON_STRATEGIES and f"def {name}(" in source
+        assert spec.strategy in TRITON_STRATEGIES + TILED and f"def {name}(" in source
 
 
 @pytest.mark.parametrize("model", MODEL_NAMES)
@@ -63,7 +65,7 @@ def test_every_capture_suite_kernel_renders(renderer, model):
     source, specs = render_source(renderer, kernels, threads=128)  # the schedule attribute wins
     assert len(specs) == len(kernels)
     for name, spec in specs.items():
-        assert spec.strategy in STRATEGIES and 32 <= spec.threads <= 256 and f" {name}(" in source
+        assert spec.strategy in STRATEGIES + GEMM_STRATEGIES and 32 <= spec.threads <= 256 and f" {name}(" in source
 
 
 SUM_ROWS = """
