@@ -19,9 +19,11 @@ columns and store neighbouring output columns).
   row-major `lhs`, along M for a transposed one), widened to the type the
   product is computed in; elements past M, N or K read as 0, so no extent
   needs to be a multiple of a tile and an empty K gives a product of 0.
-  Two barriers per block of K (staged; consumed).
-* Accumulation: f32 for f32/f16/bf16 operands (an i8 weight is widened to
-  the activations' type, 8-bit floats to f32, all exactly), f64 for f64.
+  Two barriers per block of K (staged; consumed). A tile's rows are
+  padded by one element, so that staging along K (a column of the tile)
+  does not write one shared-memory bank 16 times.
+* Accumulation: f32 for f32/f16/bf16 operands (an i8 weight and 8-bit
+  floats are widened to f32, exactly), f64 for f64.
 * Then per element of the register tile inside the product: the scales
   multiplied in, the extras read at (m, n), n, m or once, the epilogue
   region spelled by the target renderer's own scalar rules
@@ -94,7 +96,7 @@ class GpuGemmRenderer:
         if not pair_ok:
             raise BrazeError(f"fused GEMM {analysis.name}: the {self.r.language} renderer multiplies no "
                              f"{lhs} x {rhs} operands (it spells f32, f16, bf16 and f64 pairs, an 8-bit float "
-                             "pair widened to f32, or an i8 weight widened to the activations' type)")
+                             "pair or an i8 weight with float activations, widened to f32)")
         # The type the tiles hold and the product accumulates in.
         self.multiply = self.r.compute_type(analysis.accumulator)
         self.loaded = (lhs, rhs)
@@ -124,8 +126,8 @@ class GpuGemmRenderer:
 
     def _stage(self, number: int, tile_side: int, outer: str, transposed: bool) -> list[str]:
         """The lines that stage operand `number`'s TK x `tile_side` slice
-        (`outer` is "m" or "n") into `<a|b>_tile[kk * side + o]`, read in
-        the order its memory runs."""
+        (`outer` is "m" or "n") into `<a|b>_tile[kk * (side + 1) + o]`,
+        read in the order its memory runs."""
         a, r = self.a, self.r
         tk = self.tile[2]
         name, extent, first = ("a", f"n{a.m}", "m_start") if outer == "m" else ("b", f"n{a.n}", "n_start")
@@ -142,7 +144,7 @@ class GpuGemmRenderer:
         value = self._widened(self.loaded[number], load)
         return [f"  for (int e = tid; e < {tk * tile_side}; e += {self.threads}) {{",
                 *[f"    {line}" for line in decode],
-                f"    {name}_tile[kk * {tile_side} + o] = ({first} + o < {extent} && k0 + kk < n{a.k}) ? {value} "
+                f"    {name}_tile[kk * {tile_side + 1} + o] = ({first} + o < {extent} && k0 + kk < n{a.k}) ? {value} "
                 f": ({self.multiply})0;",
                 "  }"]
 
@@ -159,8 +161,8 @@ class GpuGemmRenderer:
                  f"  {r.barrier};",
                  f"  for (int kk = 0; kk < {tk}; ++kk) {{",
                  f"    {self.multiply} a_reg[{self.rows}], b_reg[{self.columns}];",
-                 f"    for (int i = 0; i < {self.rows}; ++i) a_reg[i] = a_tile[kk * {tm} + ty + {THREAD_SIDE} * i];",
-                 f"    for (int j = 0; j < {self.columns}; ++j) b_reg[j] = b_tile[kk * {tn} + tx + {THREAD_SIDE} * j];",
+                 f"    for (int i = 0; i < {self.rows}; ++i) a_reg[i] = a_tile[kk * {tm + 1} + ty + {THREAD_SIDE} * i];",
+                 f"    for (int j = 0; j < {self.columns}; ++j) b_reg[j] = b_tile[kk * {tn + 1} + tx + {THREAD_SIDE} * j];",
                  f"    for (int i = 0; i < {self.rows}; ++i)",
                  f"      for (int j = 0; j < {self.columns}; ++j) acc[i][j] += a_reg[i] * b_reg[j];",
                  "  }",
@@ -246,7 +248,9 @@ class GpuGemmRenderer:
     def shared(self) -> list[tuple[str, str, int]]:
         """(C type, name, elements) of each shared array."""
         tm, tn, tk = self.tile
-        arrays = [(self.multiply, "a_tile", tk * tm), (self.multiply, "b_tile", tk * tn)]
+        # A row of TK slices is padded by one element: staging along K
+        # writes a column, which would fall in one bank at a pitch of 64.
+        arrays = [(self.multiply, "a_tile", tk * (tm + 1)), (self.multiply, "b_tile", tk * (tn + 1))]
         arrays += [(self._statistic_type(s), f"stat{s}_part", tm * THREAD_SIDE) for s in range(len(self.a.kinds))]
         return arrays
 

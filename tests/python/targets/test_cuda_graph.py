@@ -56,9 +56,13 @@ def _linear_gelu(x, w, b):
     return torch.nn.functional.gelu(x @ w + b)
 
 
-def test_replays_match_eager_and_weights_are_read_in_place():
+@pytest.mark.parametrize("target", ["cpu", "opencl"])
+def test_replays_match_eager_and_weights_are_read_in_place(target):
+    """On the CPU and on OpenCL, whose fused GEMMs (codegen/cpp, codegen/gpu_gemm.py) are one step each."""
+    need(f"the {target} target", targets.get(target).compiler_missing())
     x, w, b = torch.randn(8, 32), torch.randn(32, 16), torch.randn(16)
-    compiled, graphed, graphs = _graphed(Apply(_linear_gelu), (x, w, b))
+    compiled, graphed, graphs = _graphed(Apply(_linear_gelu), (x, w, b), target)
+    assert compiled.stats["fused_gemms"] == 1
     want = _linear_gelu(x, w, b)
     torch.testing.assert_close(graphed(x, w, b)[0], want)  # the warm-up
     assert (graphs.warm_ups, graphs.captures, graphs.replays) == (1, 0, 0)

@@ -156,6 +156,30 @@ def test_hand_written_scales_extras_and_statistics_match_the_reference(target):
             _compare(out, expected, expected.dtype)
 
 
+DYNAMIC = """
+func.func @f(%x: tensor<?x?x?xf32>, %w: tensor<?x?x?xf32>, %b: tensor<?xf32>) -> (tensor<?x?x?xf32>, tensor<?x?xf32>) {
+  %y, %s = braze.fused_gemm %x, %w extras(%b : tensor<?xf32>) indexing ["n"] transpose_rhs accumulator f32
+      reductions ["add"] : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>, tensor<?x?xf32> {
+  ^bb0(%acc: f32, %bias: f32):
+    %v = arith.addf %acc, %bias : f32
+    braze.gemm_yield %v, %v : f32, f32
+  }
+  return %y, %s : tensor<?x?x?xf32>, tensor<?x?xf32>
+}"""
+
+
+def test_every_extent_dynamic_in_one_compile(target):
+    """Batch, M, N and K all dynamic, one compile: a row (M = 1), a column
+    (N = 1), an empty K, no columns (the statistic's empty sum), no batch,
+    and K past one block."""
+    compiled = braze.compile_mlir(DYNAMIC, target=target)
+    module = parse(DYNAMIC)
+    for b, m, n, k in ((2, 1, 70, 20), (1, 9, 1, 33), (3, 5, 7, 0), (2, 4, 0, 5), (0, 3, 3, 3), (1, 65, 65, 17)):
+        inputs = [_random(b, m, k), _random(b, n, k, seed=1), _random(n, seed=2)]
+        for out, expected in zip(compiled(*inputs), braze.reference.run(module, *inputs), strict=True):
+            _compare(out, expected, torch.float32)
+
+
 @pytest.mark.parametrize("case", QUANTISED)
 def test_quantised_gemms_match_eager(target, case):
     """An int8 weight widened to the activations' type and 8-bit floats
