@@ -99,7 +99,7 @@ class GpuGemmRenderer:
                              "pair or an i8 weight with float activations, widened to f32)")
         # The type the tiles hold and the product accumulates in.
         self.multiply = self.r.compute_type(analysis.accumulator)
-        self.loaded = (lhs, rhs)
+        self.stored = (lhs, rhs)  # the operands' element types in memory
 
     # -- pieces ---------------------------------------------------------
     def _widened(self, element: str, load: str) -> str:
@@ -141,7 +141,7 @@ class GpuGemmRenderer:
         row, k = f"{first} + o", "k0 + kk"
         indices = batch + ([row, k] if (number == 0) != transposed else [k, row])
         load = f"in{number}[{r.offset('input', number, [f'({i})' if '+' in i else i for i in indices])}]"
-        value = self._widened(self.loaded[number], load)
+        value = self._widened(self.stored[number], load)
         return [f"  for (int e = tid; e < {tk * tile_side}; e += {self.threads}) {{",
                 *[f"    {line}" for line in decode],
                 f"    {name}_tile[kk * {tile_side + 1} + o] = ({first} + o < {extent} && k0 + kk < n{a.k}) ? {value} "
@@ -161,8 +161,10 @@ class GpuGemmRenderer:
                  f"  {r.barrier};",
                  f"  for (int kk = 0; kk < {tk}; ++kk) {{",
                  f"    {self.multiply} a_reg[{self.rows}], b_reg[{self.columns}];",
-                 f"    for (int i = 0; i < {self.rows}; ++i) a_reg[i] = a_tile[kk * {tm + 1} + ty + {THREAD_SIDE} * i];",
-                 f"    for (int j = 0; j < {self.columns}; ++j) b_reg[j] = b_tile[kk * {tn + 1} + tx + {THREAD_SIDE} * j];",
+                 f"    for (int i = 0; i < {self.rows}; ++i) "
+                 f"a_reg[i] = a_tile[kk * {tm + 1} + ty + {THREAD_SIDE} * i];",
+                 f"    for (int j = 0; j < {self.columns}; ++j) "
+                 f"b_reg[j] = b_tile[kk * {tn + 1} + tx + {THREAD_SIDE} * j];",
                  f"    for (int i = 0; i < {self.rows}; ++i)",
                  f"      for (int j = 0; j < {self.columns}; ++j) acc[i][j] += a_reg[i] * b_reg[j];",
                  "  }",
