@@ -534,7 +534,10 @@ def BrazeGpuSchedule : Pass<"braze-gpu-schedule", "::mlir::func::FuncOp"> {
     - `tile = [M, N, K]`: `gemm-tile` x `gemm-tile` x 16, the M side shrunk
       to the smallest power of two (at least 16) that covers a static M
       below it (a decode step's single row keeps 1 x 4 per thread instead
-      of 4 x 4 mostly masked).
+      of 4 x 4 mostly masked);
+    - `index_bits = 32` as for kernels, when every operand and result has
+      fewer than 2^31 - 2^24 elements (64-bit offsets cost nvcc registers
+      enough to spill in a GELU epilogue).
 
     Long reductions with few outputs are split in two kernels before this
     pass (`braze-split-reductions`), and adjacent reduced dims are merged

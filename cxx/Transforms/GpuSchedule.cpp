@@ -131,6 +131,33 @@ private:
   llvm::StringMap<int64_t> ranges;
 };
 
+constexpr int64_t kInt32Limit = (int64_t(1) << 31) - (int64_t(1) << 24);
+
+/// Whether the product of the bounds `boundOfDim(0..rank)` stays below
+/// kInt32Limit (false where one is unbounded).
+template <typename BoundOfDim>
+bool countFitsInt32(BoundOfDim boundOfDim, int64_t rank) {
+  int64_t count = 1;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    int64_t bound = boundOfDim(dim);
+    if (ShapedType::isDynamic(bound))
+      return false;
+    count *= bound;
+    if (count >= kInt32Limit)
+      return false;
+  }
+  return true;
+}
+
+/// Whether every one of `tensors` has fewer than kInt32Limit elements.
+bool tensorsFitInt32(ValueRange tensors, SizeBounds &bounds) {
+  return llvm::all_of(tensors, [&](Value tensor) {
+    return countFitsInt32(
+        [&](int64_t dim) { return bounds.ofDim(tensor, dim); },
+        cast<RankedTensorType>(tensor.getType()).getRank());
+  });
+}
+
 /// Whether every extent, point number and element offset of `kernel` fits
 /// an int: its domain and every tensor it reads or writes have fewer than
 /// 2^31 - 2^24 elements, static or bounded by `braze.symbols` ranges (the
@@ -138,28 +165,11 @@ private:
 /// they return). A view an input is read through in place may reach
 /// further: the runtime makes it contiguous.
 bool fitsInt32(KernelOp kernel, SizeBounds &bounds) {
-  constexpr int64_t limit = (int64_t(1) << 31) - (int64_t(1) << 24);
-  auto fits = [&](auto boundOfDim, int64_t rank) {
-    int64_t count = 1;
-    for (int64_t dim = 0; dim < rank; ++dim) {
-      int64_t bound = boundOfDim(dim);
-      if (ShapedType::isDynamic(bound))
-        return false;
-      count *= bound;
-      if (count >= limit)
-        return false;
-    }
-    return true;
-  };
-  if (!fits([&](int64_t dim) { return bounds.extent(kernel, dim); },
-            kernel.getRank()))
-    return false;
-  for (Value tensor : llvm::concat<Value>(kernel.getInputs(),
-                                          kernel.getResults()))
-    if (!fits([&](int64_t dim) { return bounds.ofDim(tensor, dim); },
-              cast<RankedTensorType>(tensor.getType()).getRank()))
-      return false;
-  return true;
+  return countFitsInt32(
+             [&](int64_t dim) { return bounds.extent(kernel, dim); },
+             kernel.getRank()) &&
+         tensorsFitInt32(kernel.getInputs(), bounds) &&
+         tensorsFitInt32(kernel.getResults(), bounds);
 }
 
 struct BrazeGpuSchedulePass
@@ -254,13 +264,14 @@ struct BrazeGpuSchedulePass
       ++numScheduled;
     });
     getOperation().walk([&](FusedGemmOp gemm) {
-      gemm->setAttr("braze.schedule", gemmSchedule(gemm, builder));
+      gemm->setAttr("braze.schedule", gemmSchedule(gemm, builder, bounds));
       ++numGemms;
     });
   }
 
   /// A fused GEMM's tiles (see the pass description).
-  DictionaryAttr gemmSchedule(FusedGemmOp gemm, Builder &builder) {
+  DictionaryAttr gemmSchedule(FusedGemmOp gemm, Builder &builder,
+                              SizeBounds &bounds) {
     auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
     int64_t rows = lhs.getDimSize(lhs.getRank() - (gemm.getTransposeLhs() ? 1 : 2));
     int64_t tileM = gemmTile;
@@ -268,12 +279,19 @@ struct BrazeGpuSchedulePass
       tileM = std::max<int64_t>(kGemmThreadSide, llvm::PowerOf2Ceil(rows));
     StringRef strategy =
         gemm.getReductions().empty() ? "tiled_gemm" : "tiled_gemm_rows";
-    return builder.getDictionaryAttr(
-        {builder.getNamedAttr("strategy", builder.getStringAttr(strategy)),
-         builder.getNamedAttr("threads", builder.getI64IntegerAttr(
-                                             kGemmThreadSide * kGemmThreadSide)),
-         builder.getNamedAttr("tile", builder.getDenseI64ArrayAttr(
-                                          {tileM, gemmTile, kGemmTileK}))});
+    SmallVector<NamedAttribute> schedule{
+        builder.getNamedAttr("strategy", builder.getStringAttr(strategy)),
+        builder.getNamedAttr("threads", builder.getI64IntegerAttr(
+                                            kGemmThreadSide * kGemmThreadSide)),
+        builder.getNamedAttr("tile", builder.getDenseI64ArrayAttr(
+                                         {tileM, gemmTile, kGemmTileK}))};
+    // Tile starts and staged rows pass M or N by less than a tile, which
+    // the margin below 2^31 covers.
+    if (tensorsFitInt32(gemm->getOperands(), bounds) &&
+        tensorsFitInt32(gemm->getResults(), bounds))
+      schedule.push_back(
+          builder.getNamedAttr("index_bits", builder.getI64IntegerAttr(32)));
+    return builder.getDictionaryAttr(schedule);
   }
 };
 } // namespace

@@ -34,7 +34,9 @@ columns and store neighbouring output columns).
   order (NaN-keeping for max) and stores the row's value.
 
 The ABI is the kernels' (codegen/gpu.py): inputs, results, `sizes`
-(extents [B..., M, N, K], every input's strides, result dims), `failed`.
+(extents [B..., M, N, K], every input's strides, result dims), `failed`;
+extents, strides and offsets are `int` where the schedule says
+`index_bits = 32`, else `int64_t`.
 """
 
 from __future__ import annotations
@@ -65,7 +67,6 @@ def scalar_renderer(renderer_type, analysis: GemmAnalysis) -> GpuRenderer:
     none of: `GpuRenderer.__init__` reads a kernel's schedule and domain."""
     renderer = renderer_type.__new__(renderer_type)
     CStyleRenderer.__init__(renderer, analysis)
-    renderer.index = "int64_t"
     renderer.storage_types = {**renderer.storage_types, **dict.fromkeys(FLOAT8_LOAD, "uint8_t")}
     return renderer
 
@@ -77,9 +78,17 @@ class GpuGemmRenderer:
         schedule = analysis.op.attributes["braze.schedule"] if "braze.schedule" in analysis.op.attributes else None
         self.strategy = "tiled_gemm_rows" if analysis.kinds else "tiled_gemm"
         self.tile = DEFAULT_TILE
+        self.index = "int64_t"  # the C type of extents, strides and offsets
         if schedule is not None:
             self.strategy = ir.StringAttr(schedule["strategy"]).value
             self.tile = tuple(ir.DenseI64ArrayAttr(schedule["tile"]))
+            if "index_bits" in schedule:
+                index_bits = ir.IntegerAttr(schedule["index_bits"]).value
+                if index_bits not in (32, 64):
+                    raise BrazeError(f"fused GEMM {analysis.name}: schedule index_bits must be 32 or 64, "
+                                     f"got {index_bits}")
+                self.index = "int" if index_bits == 32 else "int64_t"
+        self.r.index = self.index
         if self.strategy not in STRATEGIES or (self.strategy == "tiled_gemm_rows") != bool(analysis.kinds):
             raise BrazeError(f"fused GEMM {analysis.name}: schedule strategy {self.strategy!r} does not fit a GEMM "
                              f"{'with' if analysis.kinds else 'without'} row statistics "
@@ -155,7 +164,7 @@ class GpuGemmRenderer:
         lines = [f"{self.multiply} acc[{self.rows}][{self.columns}];",
                  f"for (int i = 0; i < {self.rows}; ++i)",
                  f"  for (int j = 0; j < {self.columns}; ++j) acc[i][j] = ({self.multiply})0;",
-                 f"for (int64_t k0 = 0; k0 < n{a.k}; k0 += {tk}) {{",
+                 f"for ({self.index} k0 = 0; k0 < n{a.k}; k0 += {tk}) {{",
                  *self._stage(0, tm, "m", a.transpose_lhs),
                  *self._stage(1, tn, "n", a.transpose_rhs),
                  f"  {r.barrier};",
@@ -177,8 +186,8 @@ class GpuGemmRenderer:
         epilogue, the stores and the statistics' folds."""
         a, r = self.a, self.r
         inner = indent + "    "
-        body = [f"{inner}const int64_t m = m_start + ty + {THREAD_SIDE} * i;",
-                f"{inner}const int64_t n = n_start + tx + {THREAD_SIDE} * j;",
+        body = [f"{inner}const {self.index} m = m_start + ty + {THREAD_SIDE} * i;",
+                f"{inner}const {self.index} n = n_start + tx + {THREAD_SIDE} * j;",
                 f"{inner}if (m >= n{a.m} || n >= n{a.n}) continue;"]
         scaled = "acc[i][j]"
         for operand in a.operands:
@@ -232,7 +241,8 @@ class GpuGemmRenderer:
             lines.append(f"  for (int i = 0; i < {self.rows}; ++i) "
                          f"stat{s}_part[(ty + {THREAD_SIDE} * i) * {THREAD_SIDE} + tx] = stat{s}_mine[i];")
         lines += [f"  {r.barrier};", "  if (tx == 0) {", f"    for (int i = 0; i < {self.rows}; ++i) {{",
-                  f"      const int64_t m = m_start + ty + {THREAD_SIDE} * i;", f"      if (m >= n{a.m}) continue;"]
+                  f"      const {self.index} m = m_start + ty + {THREAD_SIDE} * i;",
+                  f"      if (m >= n{a.m}) continue;"]
         batch = f"batch * n{a.m} + " if a.batch else ""
         for s, kind in enumerate(a.kinds):
             c_type = self._statistic_type(s)
@@ -262,30 +272,31 @@ class GpuGemmRenderer:
         params = r.launch_parameters(GpuRenderer.parameters(r))
         lines = [f"{r.launch_prefix(self.threads)} {a.name}({', '.join(params)}) {{"]
         for dim, size in enumerate(a.domain):
-            lines.append(f"  const int64_t n{dim} = {size if size is not None else f'sizes[{dim}]'};")
+            lines.append(f"  const {self.index} n{dim} = {size if size is not None else f'sizes[{dim}]'};")
         base = len(a.domain)
         for number, value in enumerate(a.inputs):
             for dim in range(value.type.rank - 1):
-                lines.append(f"  const int64_t stride{number}_{dim} = sizes[{base + dim}];")
+                lines.append(f"  const {self.index} stride{number}_{dim} = sizes[{base + dim}];")
             base += value.type.rank
         lines += [f"  {r.shared_space} {c_type} {name}[{count}];" for c_type, name, count in self.shared()]
         lines += [f"  const int tid = (int){r.local_id};",
                   f"  const int tx = tid % {THREAD_SIDE}, ty = tid / {THREAD_SIDE};",
-                  f"  const int64_t tiles_m = (n{a.m} + {tm - 1}) / {tm};"]
+                  f"  const {self.index} tiles_m = (n{a.m} + {tm - 1}) / {tm};"]
+        index = self.index
+        lines.append(f"  const {index} block = ({index}){r.block_id};")
         if a.kinds:
-            lines += ["  const int64_t tiles = tiles_m;", f"  const int64_t block = (int64_t){r.block_id};",
-                      f"  const int64_t m_start = block % tiles * {tm};"]
+            lines += [f"  const {index} tiles = tiles_m;", f"  const {index} m_start = block % tiles * {tm};"]
         else:
-            lines += [f"  const int64_t tiles_n = (n{a.n} + {tn - 1}) / {tn};",
-                      "  const int64_t tiles = tiles_m * tiles_n;", f"  const int64_t block = (int64_t){r.block_id};",
-                      f"  const int64_t m_start = block % tiles / tiles_n * {tm};",
-                      f"  const int64_t n_start = block % tiles % tiles_n * {tn};"]
+            lines += [f"  const {index} tiles_n = (n{a.n} + {tn - 1}) / {tn};",
+                      f"  const {index} tiles = tiles_m * tiles_n;",
+                      f"  const {index} m_start = block % tiles / tiles_n * {tm};",
+                      f"  const {index} n_start = block % tiles % tiles_n * {tn};"]
         if a.batch:
-            lines.append("  const int64_t batch = block / tiles;")
+            lines.append(f"  const {self.index} batch = block / tiles;")
             lines += r._decode("batch", list(range(a.batch)), "  ")
         if a.kinds:
             lines += self._statistics_start()
-            lines.append(f"  for (int64_t n_start = 0; n_start < n{a.n}; n_start += {tn}) {{")
+            lines.append(f"  for ({self.index} n_start = 0; n_start < n{a.n}; n_start += {tn}) {{")
             lines += self._product("    ") + self._element("    ")
             lines.append("  }")
             lines += self._statistics_store()
@@ -302,4 +313,5 @@ def render(renderer_type, op: ir.OpView, name: str) -> tuple[str, object]:
     source = renderer.render()
     spec = analysis.spec()
     spec.threads, spec.strategy, spec.tile = renderer.threads, renderer.strategy, renderer.tile
+    spec.index_bits = 32 if renderer.index == "int" else 64
     return source, spec

@@ -152,17 +152,18 @@ func.func @bounded(%x: tensor<?x64xf32> {braze.dims = ["S", 64]}, %y: tensor<?x6
 // smaller M side, the smallest power of two covering it but at least 16 (3
 // rows take 16, 20 rows 32); row statistics a block per tile of whole rows
 // (tiled_gemm_rows), M read from a transposed lhs's last dim; gemm-tile=32
-// halves the tile.
+// halves the tile. Static operands and results index in 32 bits; an
+// unbounded dynamic M keeps 64.
 // CHECK-LABEL: func.func @gemms
 // CHECK: braze.fused_gemm {{.*}} {braze.schedule = {strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 64, 64, 16>}}
-// CHECK: braze.fused_gemm {{.*}} {braze.schedule = {strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 16, 64, 16>}}
-// CHECK: braze.fused_gemm {{.*}} {braze.schedule = {strategy = "tiled_gemm_rows", threads = 256 : i64, tile = array<i64: 32, 64, 16>}}
+// CHECK: braze.fused_gemm {{.*}} {braze.schedule = {index_bits = 32 : i64, strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 16, 64, 16>}}
+// CHECK: braze.fused_gemm {{.*}} {braze.schedule = {index_bits = 32 : i64, strategy = "tiled_gemm_rows", threads = 256 : i64, tile = array<i64: 32, 64, 16>}}
 // HIP-LABEL: func.func @gemms
 // HIP: tile = array<i64: 64, 64, 16>
 // SMALL-LABEL: func.func @gemms
 // SMALL: {braze.schedule = {strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 32, 32, 16>}}
-// SMALL: {braze.schedule = {strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 16, 32, 16>}}
-// SMALL: {braze.schedule = {strategy = "tiled_gemm_rows", threads = 256 : i64, tile = array<i64: 32, 32, 16>}}
+// SMALL: {braze.schedule = {index_bits = 32 : i64, strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 16, 32, 16>}}
+// SMALL: {braze.schedule = {index_bits = 32 : i64, strategy = "tiled_gemm_rows", threads = 256 : i64, tile = array<i64: 32, 32, 16>}}
 func.func @gemms(%x: tensor<?x40xf32>, %w: tensor<24x40xf32>, %one: tensor<3x40xf32>, %xt: tensor<40x20xf32>)
     -> (tensor<?x24xf32>, tensor<3x24xf32>, tensor<20x24xf32>, tensor<20xf32>) {
   %y = braze.fused_gemm %x, %w extras() indexing [] transpose_rhs accumulator f32
