@@ -180,7 +180,7 @@ struct BrazeGpuSchedulePass
     // 1. Check the options. 2. Per kernel: the static number of points or
     // reduction points, if known. 3. Choose the strategy, the threads per
     // block, the points per thread and the index width. 4. Per fused GEMM:
-    // its tiles.
+    // its tiles and index width.
     int64_t warp;
     if (target == "hip")
       warp = 64;
@@ -273,7 +273,8 @@ struct BrazeGpuSchedulePass
   DictionaryAttr gemmSchedule(FusedGemmOp gemm, Builder &builder,
                               SizeBounds &bounds) {
     auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
-    int64_t rows = lhs.getDimSize(lhs.getRank() - (gemm.getTransposeLhs() ? 1 : 2));
+    int64_t rows =
+        lhs.getDimSize(lhs.getRank() - (gemm.getTransposeLhs() ? 1 : 2));
     int64_t tileM = gemmTile;
     if (!ShapedType::isDynamic(rows) && rows < tileM)
       tileM = std::max<int64_t>(kGemmThreadSide, llvm::PowerOf2Ceil(rows));
