@@ -273,8 +273,8 @@ struct BrazeGpuSchedulePass
   DictionaryAttr gemmSchedule(FusedGemmOp gemm, Builder &builder,
                               SizeBounds &bounds) {
     auto lhs = cast<RankedTensorType>(gemm.getLhs().getType());
-    int64_t rows =
-        lhs.getDimSize(lhs.getRank() - (gemm.getTransposeLhs() ? 1 : 2));
+    int64_t mDim = lhs.getRank() - (gemm.getTransposeLhs() ? 1 : 2);
+    int64_t rows = lhs.getDimSize(mDim);
     int64_t tileM = gemmTile;
     if (!ShapedType::isDynamic(rows) && rows < tileM)
       tileM = std::max<int64_t>(kGemmThreadSide, llvm::PowerOf2Ceil(rows));
@@ -286,10 +286,19 @@ struct BrazeGpuSchedulePass
                                             kGemmThreadSide * kGemmThreadSide)),
         builder.getNamedAttr("tile", builder.getDenseI64ArrayAttr(
                                          {tileM, gemmTile, kGemmTileK}))};
-    // Tile starts and staged rows pass M or N by less than a tile, which
-    // the margin below 2^31 covers.
+    // The outputs are [B..., M, N] (the statistics smaller), their dims
+    // held by the operands. Tile starts and staged rows pass M or N by
+    // less than a tile, which the margin below 2^31 covers.
+    auto rhs = cast<RankedTensorType>(gemm.getRhs().getType());
+    int64_t nDim = rhs.getRank() - (gemm.getTransposeRhs() ? 2 : 1);
+    auto outputDimBound = [&](int64_t dim) {
+      if (dim < lhs.getRank() - 2)
+        return bounds.ofDim(gemm.getLhs(), dim);
+      return dim == lhs.getRank() - 2 ? bounds.ofDim(gemm.getLhs(), mDim)
+                                      : bounds.ofDim(gemm.getRhs(), nDim);
+    };
     if (tensorsFitInt32(gemm->getOperands(), bounds) &&
-        tensorsFitInt32(gemm->getResults(), bounds))
+        countFitsInt32(outputDimBound, lhs.getRank()))
       schedule.push_back(
           builder.getNamedAttr("index_bits", builder.getI64IntegerAttr(32)));
     return builder.getDictionaryAttr(schedule);

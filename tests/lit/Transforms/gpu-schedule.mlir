@@ -183,3 +183,27 @@ func.func @gemms(%x: tensor<?x40xf32>, %w: tensor<24x40xf32>, %one: tensor<3x40x
   }
   return %y, %z, %t, %s : tensor<?x24xf32>, tensor<3x24xf32>, tensor<20x24xf32>, tensor<20xf32>
 }
+
+// -----
+
+// Tests that a fused GEMM whose dynamic M is bounded by a `braze.symbols`
+// range indexes in 32 bits, and one whose bound is too large keeps 64.
+// CHECK-LABEL: func.func @bounded_gemms
+// CHECK: braze.fused_gemm {{.*}} {braze.schedule = {index_bits = 32 : i64, strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 64, 64, 16>}}
+// CHECK: braze.fused_gemm {{.*}} {braze.schedule = {strategy = "tiled_gemm", threads = 256 : i64, tile = array<i64: 64, 64, 16>}}
+module attributes {braze.symbols = {S = [1, 4096, 1], L = [1, 100000000, 1]}} {
+func.func @bounded_gemms(%x: tensor<?x40xf32> {braze.dims = ["S", 40]}, %y: tensor<?x40xf32> {braze.dims = ["L", 40]},
+                         %w: tensor<24x40xf32>) -> (tensor<?x24xf32>, tensor<?x24xf32>) {
+  %a = braze.fused_gemm %x, %w extras() indexing [] transpose_rhs accumulator f32
+      : (tensor<?x40xf32>, tensor<24x40xf32>) -> tensor<?x24xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  %b = braze.fused_gemm %y, %w extras() indexing [] transpose_rhs accumulator f32
+      : (tensor<?x40xf32>, tensor<24x40xf32>) -> tensor<?x24xf32> {
+  ^bb0(%acc: f32):
+    braze.gemm_yield %acc : f32
+  }
+  return %a, %b : tensor<?x24xf32>, tensor<?x24xf32>
+}
+}
