@@ -185,13 +185,14 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
 def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> {
   let summary = "Lower braze.attention to braze.flash_attention, a generated kernel";
   let description = [{
-    On targets whose renderers spell `braze.flash_attention` (the CPU, Triton),
-    each `braze.attention` becomes one, with its schedule: `q_block` query
-    rows per work item and `kv_block` keys per block of the online softmax,
-    each at most the static extent it walks (a decode step's one query row
-    takes a block of one row). The default scale (`1/sqrt(E)`) is written
-    out; an attention whose E is dynamic and that has no scale stays a
-    library call, with a remark.
+    On targets whose renderers spell `braze.flash_attention` (the CPU,
+    Triton, the C-like GPU targets), each `braze.attention` becomes one,
+    with its schedule: `q_block` query rows per work item (on the C-like
+    GPU targets, one thread each) and `kv_block` keys per block of the
+    online softmax, each at most the static extent it walks (a decode
+    step's one query row takes a block of one row). The default scale
+    (`1/sqrt(E)`) is written out; an attention whose E is dynamic and that
+    has no scale stays a library call, with a remark.
 
     The defaults come from measurement (docs/cpu.md): 128 query rows keep a
     BERT-length sequence (128) in one item per head, whose scores are one

@@ -70,12 +70,6 @@ def emit_kernels(operations: list, target: str, threads: int | None = None) -> E
     ops in order) for `target`; `threads` per block on GPUs."""
     kernels, combos = function_kernels(operations)
     chosen = renderer_class(target)
-    if target not in ("cpu", "triton"):
-        for kernel in kernels:
-            if kernel.operation.name == "braze.flash_attention":
-                raise BrazeError(f"the {target} renderer does not spell braze.flash_attention (the CPU's and "
-                                 "Triton's do): its pipeline leaves braze-lower-attention out, so its attentions "
-                                 "stay library calls")
     if target == "cpu":
         from braze.codegen.cpp.emitter import emit
 

@@ -157,7 +157,8 @@ class KernelSpec:
     # A flash attention's schedule, (q_block, kv_block): the tile a GPU
     # program starts its tuning from; a C-like fused GEMM's (M, N, K) tile
     # (strategy "tiled_gemm": a block per tile, "tiled_gemm_rows": a block
-    # per tile of whole rows).
+    # per tile of whole rows); a C-like flash attention's runs a thread per
+    # query row, q_block threads (strategy "attention_rows").
     tile: tuple = ()
 
     @property
@@ -173,7 +174,11 @@ class KernelSpec:
     def blocks(self, extents: list[int]) -> int:
         """GPU blocks for a launch over `extents`: one per parallel point
         (row) for a reduction, one per tile (or tile of rows) and batch for
-        a tiled GEMM, else enough for one thread per point."""
+        a tiled GEMM, one per query block, batch and head for a C-like
+        flash attention, else enough for one thread per point."""
+        if self.strategy == "attention_rows":
+            batch = self.input_types[0].rank - 2  # [B..., L, Ev, S, E(, Hk)]
+            return math.prod(extents[:batch]) * -(-extents[batch] // self.tile[0])
         if self.strategy in ("tiled_gemm", "tiled_gemm_rows"):
             *batch, m, n, _ = extents  # [B..., M, N, K]
             tiles_n = -(-n // self.tile[1]) if self.strategy == "tiled_gemm" else 1

@@ -26,6 +26,7 @@ class AttentionAnalysis:
         self.mask = operands[3] if len(operands) > 3 else None
         self.inputs = operands
         self.result = op.operation.results[0]
+        self.results = [self.result]
         self.scale = ir.FloatAttr(attributes["scale"]).value
         self.causal = "causal" in attributes
         self.gqa = "gqa" in attributes

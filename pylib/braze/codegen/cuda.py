@@ -49,6 +49,9 @@ class CudaRenderer(GpuRenderer):
     max_launch_parameters = 4096 // 8
 
     warp = 32
+    # nvcc left a flash attention's 16 scores in local memory (a 64-byte stack
+    # frame at sm_90) without it.
+    unroll = "#pragma unroll"
 
     def launch_prefix(self, threads: int) -> str:
         return f'extern "C" __global__ void __launch_bounds__({threads})'

@@ -106,6 +106,9 @@ class GpuRenderer(CStyleRenderer):
     # Lanes of a warp (SIMD group) that shuffle_down and broadcast_first
     # exchange values among; 0: the target renders no warp trees.
     warp = 0
+    # What precedes a loop of constant trip count over a per-thread array
+    # that must stay in registers ("": the compiler's own unrolling).
+    unroll = ""
 
     def __init__(self, analysis: KernelAnalysis, threads: int = DEFAULT_THREADS,
                  launch_threads: int | None = None):
@@ -432,6 +435,21 @@ class GpuRenderer(CStyleRenderer):
         raise self.fail(op, f"has no {self.language} form for reduction kind '{kind}' of {value_type}")
 
 
+def sizes_lines(analysis, index: str = "int64_t") -> list[str]:
+    """For a kernel rendered without a KernelAnalysis (a fused GEMM, a
+    flash attention): the extents `n<d>` of `analysis.domain` (static, or read from
+    `sizes`) and the strides `stride<n>_<d>` of its inputs but the
+    innermost, which is 1 (the executor copies a view whose last dim is
+    strided before a GPU kernel reads it), in the schedule's `index` type."""
+    lines = [f"  const {index} n{dim} = {size if size is not None else f'sizes[{dim}]'};"
+             for dim, size in enumerate(analysis.domain)]
+    base = len(analysis.domain)
+    for number, value in enumerate(analysis.inputs):
+        lines += [f"  const {index} stride{number}_{dim} = sizes[{base + dim}];" for dim in range(value.type.rank - 1)]
+        base += value.type.rank
+    return lines
+
+
 def render_source(renderer_type, kernels: list, prefix: str = "braze_kernel",
                   threads: int = DEFAULT_THREADS) -> tuple[str, dict]:
     """One source holding every kernel (named `<prefix>_<n>`), and their
@@ -454,13 +472,15 @@ def render_unit(renderer_type, kernels: list, combos: list = (), prefix: str = "
                 threads: int = DEFAULT_THREADS) -> GpuUnit:
     """Every kernel of a function (`kernels`, in program order, a combo's
     sub-kernels where the combo is; fused GEMMs as tiled GEMMs,
-    codegen/gpu_gemm.py) named `<prefix>_<n>`; those of `combos`
+    codegen/gpu_gemm.py; flash attentions as codegen/gpu_attention.py
+    spells them) named `<prefix>_<n>`; those of `combos`
     as device functions called by one `<prefix>_combo_<m>` launch function
     per combo (codegen/gpu_combo.py)."""
-    from braze.codegen import gpu_gemm
+    from braze.codegen import gpu_attention, gpu_gemm
 
+    own_renderers = {"braze.fused_gemm": gpu_gemm.render, "braze.flash_attention": gpu_attention.render}
     analyses = {kernel: KernelAnalysis(kernel, f"{prefix}_{number}") for number, kernel in enumerate(kernels)
-                if kernel.operation.name != "braze.fused_gemm"}
+                if kernel.operation.name not in own_renderers}
     # A sub-kernel's device function needs its launch's threads: the most of its combo's.
     launch_threads = {}
     for combo in combos:
@@ -471,8 +491,8 @@ def render_unit(renderer_type, kernels: list, combos: list = (), prefix: str = "
     unit = GpuUnit("", {})
     renderers = {}
     for number, kernel in enumerate(kernels):
-        if kernel not in analyses:  # a fused GEMM (codegen/gpu_gemm.py)
-            source, spec = gpu_gemm.render(renderer_type, kernel, f"{prefix}_{number}")
+        if kernel not in analyses:  # a fused GEMM or a flash attention
+            source, spec = own_renderers[kernel.operation.name](renderer_type, kernel, f"{prefix}_{number}")
             parts.append(source)
             unit.kernels[spec.name] = spec
             continue

@@ -45,7 +45,7 @@ from mlir import ir
 
 from braze.codegen.analysis import type_name
 from braze.codegen.gemm import GemmAnalysis
-from braze.codegen.gpu import GpuRenderer
+from braze.codegen.gpu import GpuRenderer, sizes_lines
 from braze.codegen.renderer import CStyleRenderer
 from braze.errors import BrazeError
 
@@ -270,14 +270,7 @@ class GpuGemmRenderer:
         a, r = self.a, self.r
         tm, tn, _ = self.tile
         params = r.launch_parameters(GpuRenderer.parameters(r))
-        lines = [f"{r.launch_prefix(self.threads)} {a.name}({', '.join(params)}) {{"]
-        for dim, size in enumerate(a.domain):
-            lines.append(f"  const {self.index} n{dim} = {size if size is not None else f'sizes[{dim}]'};")
-        base = len(a.domain)
-        for number, value in enumerate(a.inputs):
-            for dim in range(value.type.rank - 1):
-                lines.append(f"  const {self.index} stride{number}_{dim} = sizes[{base + dim}];")
-            base += value.type.rank
+        lines = [f"{r.launch_prefix(self.threads)} {a.name}({', '.join(params)}) {{"] + sizes_lines(a, self.index)
         lines += [f"  {r.shared_space} {c_type} {name}[{count}];" for c_type, name, count in self.shared()]
         lines += [f"  const int tid = (int){r.local_id};",
                   f"  const int tx = tid % {THREAD_SIDE}, ty = tid / {THREAD_SIDE};",

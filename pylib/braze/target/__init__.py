@@ -86,10 +86,12 @@ class TargetOptions:
     form_attention: bool = True
     # Run each braze.attention as a generated flash-attention kernel
     # (braze-lower-attention; on targets whose emitters spell
-    # braze.flash_attention: the CPU, Triton) instead of the library's.
+    # braze.flash_attention: all but the CPU without MKL) instead of the
+    # library's.
     flash_attention: bool = True
     # ... f16/bf16 attentions too (off: they stay the library's, measured
-    # faster on the CPU: docs/cpu.md; Triton's default is on).
+    # faster on the CPU: docs/cpu.md; on Triton and the C-like GPU targets
+    # the default is on).
     flash_attention_halves: bool = False
     # Replay the whole program as one CUDA graph after a warm-up call
     # (runtime/cuda_graph.py; a program on a CUDA device with static shapes,

@@ -19,7 +19,7 @@ from pathlib import Path
 from braze.errors import BrazeError
 from braze.runtime.native_cache import NativeCache, Toolchain
 from braze.target import Built, Target, Unit
-from braze.target.opencl import GpuOptions
+from braze.target.opencl import ATTENTION_BLOCKS, GpuOptions
 
 
 def _version(command: list[str]) -> str:
@@ -182,9 +182,13 @@ class CompileOnlyTarget(Target):
     `device_missing`: CUDA, Metal)."""
 
     gpu = True
+    attention_blocks = ATTENTION_BLOCKS
 
     def fused_gemm_missing(self) -> str | None:
-        return None  # codegen/gpu_gemm.py: shared-memory tiles; attention stays torch's
+        return None  # codegen/gpu_gemm.py: shared-memory tiles
+
+    def flash_attention_missing(self) -> str | None:
+        return None  # codegen/gpu_attention.py: a thread per query row
 
     def toolchain(self, options, unit: Unit) -> Toolchain:
         raise NotImplementedError

@@ -19,6 +19,9 @@ class GpuOptions(TargetOptions):
     # Threads (work-items) per block (work-group): a power of two.
     threads: int = 256
     tune_convolutions: bool = False
+    # f16/bf16 attentions are generated kernels too (codegen/gpu_attention.py
+    # widens them to f32 as it stages them), as on Triton.
+    flash_attention_halves: bool = True
 
 
 class OpenCLToolchain(Toolchain):
@@ -67,6 +70,14 @@ class OpenCLToolchain(Toolchain):
             return None
 
 
+# braze-lower-attention's (q-block, kv-block) for the C-like GPU renderers
+# (this and target/compiled.py's), whose flash attention runs a thread per
+# query row (codegen/gpu_attention.py): 32 rows keep a warp busy, and with
+# 16 keys per block the f32 tiles of head dims up to 128 fit the 32 KiB of
+# shared memory every one of the four targets offers.
+ATTENTION_BLOCKS = (32, 16)
+
+
 class OpenCLTarget(Target):
     name = "opencl"
     gpu = True
@@ -79,8 +90,13 @@ class OpenCLTarget(Target):
     # launcher checks the device's own limit (runtime/opencl.py).
     combo_arguments = 100
 
+    attention_blocks = ATTENTION_BLOCKS
+
     def fused_gemm_missing(self) -> str | None:
-        return None  # codegen/gpu_gemm.py: shared-memory tiles; attention stays torch's
+        return None  # codegen/gpu_gemm.py: shared-memory tiles
+
+    def flash_attention_missing(self) -> str | None:
+        return None  # codegen/gpu_attention.py: a thread per query row
 
     def build(self, unit: Unit, options: GpuOptions) -> Built:
         from braze.runtime.opencl import OpenCLKernels

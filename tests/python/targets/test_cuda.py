@@ -259,6 +259,33 @@ def test_a_combo_is_one_launch_of_every_sub_kernels_blocks(cuda, monkeypatch):
     assert driver.launches[1].grid == (16, 1, 1) and driver.launches[1].sizes[:3] == [0, 16, 0]
 
 
+ATTENTION = """
+func.func @f(%q: tensor<2x4x?x16xf32>, %k: tensor<2x2x?x16xf32>, %v: tensor<2x2x?x16xf32>) -> tensor<2x4x?x16xf32> {
+  %o = braze.attention %q, %k, %v causal gqa : tensor<2x4x?x16xf32>, tensor<2x2x?x16xf32>, tensor<2x2x?x16xf32>
+      -> tensor<2x4x?x16xf32>
+  return %o : tensor<2x4x?x16xf32>
+}"""
+
+
+def test_a_flash_attention_launches_a_block_per_query_block_and_head(cuda, monkeypatch):
+    """braze-lower-attention's blocks (32 query rows, 16 keys) give a block
+    of 32 threads per 32 query rows of each batch and head
+    (codegen/gpu_attention.py); q, k, v and the result are its buffers, and
+    `sizes` holds the domain [B, H, L, Ev, S, E, Hk], the strides and the
+    result's dims, per call."""
+    program, unit, driver, _ = _recorded_program(cuda, ATTENTION, monkeypatch)
+    (spec,) = unit.kernels.values()
+    assert (spec.strategy, spec.threads, spec.tile) == ("attention_rows", 32, (32, 16))
+    q, k, v = torch.randn(2, 4, 70, 16), torch.randn(2, 2, 90, 16), torch.randn(2, 2, 90, 16)
+    (out,) = program(q, k, v)
+    (launch,) = driver.launches
+    assert (launch.grid, launch.block) == ((2 * 4 * 3, 1, 1), (32, 1, 1))  # ceil(70 / 32) = 3 query blocks
+    assert launch.pointers[:4] == [q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()]
+    assert launch.sizes[:7] == [2, 4, 70, 16, 90, 16, 2]
+    program(q[:, :, :1], k, v)  # a decode step: one query block per head
+    assert driver.launches[1].grid == (8, 1, 1) and driver.launches[1].sizes[2] == 1
+
+
 def test_a_combo_fails_when_a_sub_kernel_divides_by_zero(cuda, monkeypatch):
     text = DIVIDE.replace("-> tensor<6xi32> {", "-> (tensor<6xi32>, tensor<6xi32>) {").replace(
         "  return %q : tensor<6xi32>", "  %n = braze.neg %x : tensor<6xi32>\n  return %q, %n : tensor<6xi32>, tensor<6xi32>")

@@ -9,7 +9,7 @@ import re
 
 import pytest
 import torch
-from conftest import need, need_program, nvcc_entry_functions, target_unit
+from conftest import need, need_program, nvcc_entry_functions, emitted_unit
 
 import braze
 from braze import reference
@@ -248,7 +248,7 @@ def test_a_launch_past_the_argument_table_is_refused(monkeypatch):
 
 
 def _combo_unit(target_name: str, **options):
-    target, chosen, unit = target_unit(target_name, MIXED, **options)
+    target, chosen, unit = emitted_unit(target_name, MIXED, **options)
     assert list(unit.launches) == ["braze_kernel_combo_0"] and len(unit.kernels) == SUB_KERNELS
     return target, chosen, unit
 

@@ -16,7 +16,7 @@ import braze.reference
 from braze import target as targets
 from braze.codegen.triton.emitter import render_module
 from braze.runtime import autotune
-from braze.runtime.autotune import TileConfig, Tuner, config_space
+from braze.runtime.autotune import Tuner, config_space
 from braze.target.triton import aot_compile
 from braze.testing.kernels import kernel_form
 from braze.testing.modules import Apply
