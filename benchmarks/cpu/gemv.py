@@ -1,0 +1,134 @@
+"""Decode GEMV bandwidth (issue 12): a linear layer with an epilogue at a
+decode shape (x [M, K], weight [N, K], M <= 16), braze's GEMV vs eager
+(MKL) vs Inductor, against two read-bandwidth probes over a tensor of the
+weight's bytes, at the same thread count and in the same rounds:
+
+* torch.sum over a float32 tensor of the weight's size;
+* a streaming dot product, torch.mv of that tensor, viewed as [rows, 4096],
+  with a vector: MKL's f32 GEMV, one multiply-add per float read.
+
+Each round calls every engine and probe `--calls` times in turn
+(alternating, so a burst of other load hits all of them alike; thread
+CPU time at 1 thread, as benchmarks/cpu/epilogue.py, wall-clock time at
+more); the median over rounds is kept. Models:
+
+* `silu`: SiLU(x @ W^T + b) (an epilogue per element);
+* `layernorm`: LayerNorm(r + x @ W^T + b) (row statistics: the GEMM's
+  epilogue sums each row).
+
+    .venv/bin/python benchmarks/cpu/gemv.py [--threads 1] [--rounds 21] [--calls 5]
+        [--shapes 4096x4096,4096x11008,11008x4096] [--dtypes f32,bf16] [--rows 1,4] [--models silu,layernorm]
+
+Shapes are K x N. Prints a markdown table; GB/s is the weight's bytes
+over the median time per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+DTYPES = {"f32": "float32", "bf16": "bfloat16"}
+
+
+def make_model(torch, kind: str, k: int, n: int, dtype):
+    import torch.nn.functional as F
+
+    class Silu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(k, n, dtype=dtype)
+
+        def forward(self, x):
+            return F.silu(self.fc(x))
+
+    class Norm(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(k, n, dtype=dtype)
+            self.norm = torch.nn.LayerNorm(n, dtype=dtype)
+
+        def forward(self, x, residual):
+            return self.norm(residual + self.fc(x))
+
+    return (Silu() if kind == "silu" else Norm()).eval()
+
+
+def medians(calls: dict, inputs: tuple, rounds: int, per_round: int, clock) -> dict:
+    """The median seconds per call of each of `calls`, called in turn in
+    every round (after one untimed call)."""
+    samples = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            call(*inputs)
+            started = clock()
+            for _ in range(per_round):
+                call(*inputs)
+            samples[name].append((clock() - started) / per_round)
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--shapes", default="4096x4096,4096x11008,11008x4096")
+    parser.add_argument("--dtypes", default="f32,bf16")
+    parser.add_argument("--rows", default="1,4")
+    parser.add_argument("--models", default="silu,layernorm")
+    args = parser.parse_args(argv)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-gemv-"))
+    import torch
+    import torch._dynamo
+
+    import braze
+
+    torch.set_num_threads(args.threads)
+    clock = time.thread_time if args.threads == 1 else time.perf_counter
+    print(f"threads {args.threads}, load average before {os.getloadavg()}", flush=True)
+    print("| model | dtype | M | K x N | weight MB | eager GB/s | Inductor GB/s | braze GB/s | torch.sum GB/s "
+          "| torch.mv GB/s | braze / sum | braze / mv | max rel err |")
+    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for kind in args.models.split(","):
+        for dtype_name in args.dtypes.split(","):
+            dtype = getattr(torch, DTYPES[dtype_name])
+            for shape in args.shapes.split(","):
+                k, n = (int(v) for v in shape.split("x"))
+                for m in (int(v) for v in args.rows.split(",")):
+                    torch.manual_seed(0)
+                    model = make_model(torch, kind, k, n, dtype)
+                    inputs = (torch.randn(m, k, dtype=dtype),)
+                    if kind == "layernorm":
+                        inputs += (torch.randn(m, n, dtype=dtype),)
+                    weight_bytes = model.fc.weight.numel() * model.fc.weight.element_size()
+                    probe = torch.randn(weight_bytes // 4 // 4096, 4096)
+                    ones = torch.ones(4096)
+                    torch._dynamo.reset()
+                    with torch.no_grad():
+                        calls = {"eager": model, "inductor": torch.compile(model),
+                                 "braze": braze.compile(model, inputs),
+                                 "sum": lambda *_: probe.sum(), "mv": lambda *_: torch.mv(probe, ones)}
+                        expected = model(*inputs).float()
+                        error = ((calls["braze"](*inputs).float() - expected).abs().max()
+                                 / expected.abs().max()).item()
+                        times = medians(calls, inputs, args.rounds, args.calls, clock)
+                    rate = {name: weight_bytes / t / 1e9 for name, t in times.items()}
+                    print(f"| {kind} | {dtype_name} | {m} | {k} x {n} | {weight_bytes / 1e6:.1f} "
+                          f"| {rate['eager']:.1f} | {rate['inductor']:.1f} | {rate['braze']:.1f} | {rate['sum']:.1f} "
+                          f"| {rate['mv']:.1f} | {rate['braze'] / rate['sum']:.0%} | {rate['braze'] / rate['mv']:.0%} "
+                          f"| {error:.1e} |", flush=True)
+    print(f"load average after {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
