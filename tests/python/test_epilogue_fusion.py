@@ -79,21 +79,49 @@ func.func @f(%xt: tensor<29x?xDT>, %w: tensor<29x18xDT>) -> (tensor<?x18xDT>, te
 }
 
 # Decode shapes (a static M of at most 16): the GEMV form, weight [N, K]
-# (nn.Linear's) and [K, N].
+# (nn.Linear's; N = 83 leaves a short last group of weight rows) and
+# [K, N]; with row statistics (sum, max) its second pass over the rows.
 DECODE = {
     "decode_linear": ("""
-func.func @f(%x: tensor<MxKxDT>, %w: tensor<80xKxDT>, %b: tensor<80xDT>) -> tensor<Mx80xDT> {
-  %t = braze.permute %w [1, 0] : tensor<80xKxDT> -> tensor<Kx80xDT>
-  %y = braze.addmm %b, %x, %t : tensor<80xDT>, tensor<MxKxDT>, tensor<Kx80xDT> -> tensor<Mx80xDT>
-  %g = braze.relu %y : tensor<Mx80xDT>
-  return %g : tensor<Mx80xDT>
-}""", [("M", "K"), (80, "K"), (80,)]),
+func.func @f(%x: tensor<MxKxDT>, %w: tensor<83xKxDT>, %b: tensor<83xDT>) -> tensor<Mx83xDT> {
+  %t = braze.permute %w [1, 0] : tensor<83xKxDT> -> tensor<Kx83xDT>
+  %y = braze.addmm %b, %x, %t : tensor<83xDT>, tensor<MxKxDT>, tensor<Kx83xDT> -> tensor<Mx83xDT>
+  %g = braze.relu %y : tensor<Mx83xDT>
+  return %g : tensor<Mx83xDT>
+}""", [("M", "K"), (83, "K"), (83,)]),
     "decode_row_major": ("""
 func.func @f(%x: tensor<MxKxDT>, %w: tensor<Kx80xDT>, %r: tensor<Mx80xDT>) -> tensor<Mx80xDT> {
   %y = braze.matmul %x, %w : tensor<MxKxDT>, tensor<Kx80xDT> -> tensor<Mx80xDT>
   %s = braze.add %y, %r : tensor<Mx80xDT>, tensor<Mx80xDT> -> tensor<Mx80xDT>
   return %s : tensor<Mx80xDT>
 }""", [("M", "K"), ("K", 80), ("M", 80)]),
+    "decode_residual_layernorm": ("""
+func.func @f(%x: tensor<MxKxDT>, %w: tensor<83xKxDT>, %r: tensor<Mx83xDT>) -> tensor<Mx83xDT> {
+  %t = braze.permute %w [1, 0] : tensor<83xKxDT> -> tensor<Kx83xDT>
+  %p = braze.matmul %x, %t : tensor<MxKxDT>, tensor<Kx83xDT> -> tensor<Mx83xDT>
+  %y = braze.add %p, %r : tensor<Mx83xDT>, tensor<Mx83xDT> -> tensor<Mx83xDT>
+  %c = braze.cast %y : tensor<Mx83xDT> to tensor<Mx83xf32>
+  %mean = braze.mean %c dims [1] keepdim : tensor<Mx83xf32> -> tensor<Mx1xf32>
+  %d = braze.sub %c, %mean : tensor<Mx83xf32>, tensor<Mx1xf32> -> tensor<Mx83xf32>
+  %sq = braze.mul %d, %d : tensor<Mx83xf32>, tensor<Mx83xf32> -> tensor<Mx83xf32>
+  %var = braze.mean %sq dims [1] keepdim : tensor<Mx83xf32> -> tensor<Mx1xf32>
+  %eps = braze.constant dense<1.0e-5> : tensor<f32>
+  %ve = braze.add %var, %eps : tensor<Mx1xf32>, tensor<f32> -> tensor<Mx1xf32>
+  %rs = braze.rsqrt %ve : tensor<Mx1xf32>
+  %n = braze.mul %d, %rs : tensor<Mx83xf32>, tensor<Mx1xf32> -> tensor<Mx83xf32>
+  %o = braze.cast %n : tensor<Mx83xf32> to tensor<Mx83xDT>
+  return %o : tensor<Mx83xDT>
+}""", [("M", "K"), (83, "K"), ("M", 83)]),
+    "decode_row_major_softmax": ("""
+func.func @f(%x: tensor<MxKxDT>, %w: tensor<Kx80xDT>) -> tensor<Mx80xDT> {
+  %s = braze.matmul %x, %w : tensor<MxKxDT>, tensor<Kx80xDT> -> tensor<Mx80xDT>
+  %m = braze.max %s dims [1] keepdim : tensor<Mx80xDT> -> tensor<Mx1xDT>
+  %d = braze.sub %s, %m : tensor<Mx80xDT>, tensor<Mx1xDT> -> tensor<Mx80xDT>
+  %e = braze.exp %d : tensor<Mx80xDT>
+  %sum = braze.sum %e dims [1] keepdim : tensor<Mx80xDT> -> tensor<Mx1xDT>
+  %p = braze.div %e, %sum : tensor<Mx80xDT>, tensor<Mx1xDT> -> tensor<Mx80xDT>
+  return %p : tensor<Mx80xDT>
+}""", [("M", "K"), ("K", 80)]),
 }
 
 DTYPES = {"f32": (torch.float32, 2e-5), "bf16": (torch.bfloat16, 2e-2)}
@@ -141,7 +169,7 @@ def test_fusion_kinds(case, dtype, rows):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", DECODE)
-@pytest.mark.parametrize("rows,depth", [(1, 64), (4, 67), (16, 200)])
+@pytest.mark.parametrize("rows,depth", [(1, 64), (2, 17), (4, 67), (7, 33), (16, 200)])
 def test_decode_gemv(case, dtype, rows, depth):
     text, shapes = DECODE[case]
     torch_dtype, tolerance = DTYPES[dtype]

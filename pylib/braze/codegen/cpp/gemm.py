@@ -16,9 +16,11 @@ Two forms, chosen from the shape (measured: docs/cpu.md):
   (benchmarks/cpu/fused_gemm_variants.py, 1 thread: 64 rows 0.64-0.76x
   torch.mm's speed, 256 x 256 0.79-0.91x, all rows x 1024 columns
   0.86-0.90x, against 0.85-0.90x for the GEMM plus a separate epilogue).
-* GEMV (a static M of at most `GEMV_ROWS`, no row statistics: decode
-  shapes): each row of the weight is read once for all M rows of the
-  input, the threads splitting N, and the epilogue runs per element.
+* GEMV (a static M of at most `GEMV_ROWS`: decode shapes): each row of the
+  weight is read once for all M rows of the input, a few weight rows at a
+  time, the threads splitting N, and the epilogue runs per element; with
+  row statistics the dot products go to a buffer and a second pass runs
+  the epilogue over whole rows.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ PANEL_COLUMNS = 1024
 MIN_PANEL_COLUMNS = 64
 PANEL_FLOATS = 1 << 20  # 4 MiB of f32 per thread's panel
 GEMV_ROWS = 16
+# A bf16/f16 product of half weights takes the GEMV up to this M only: each
+# element is widened in registers and multiplied in 256-bit f32 vectors,
+# where the library's half GEMM (AMX) reads the weight faster from M = 4
+# (4096 x 4096, 1 thread: 9 GB/s against 14 for eager at M = 4, 17 against
+# 14 at M = 2).
+GEMV_HALF_ROWS = 2
 # The depth of the blocks a narrow operand is widened in for an f32/f64
 # product (panels form): measured on int8_linear (128x4096x4096, int8
 # weight, f32 activations), blocks of 128 ran 0.85-0.91x the time of
@@ -50,6 +58,12 @@ WIDEN_DEPTH = 128
 # thread, while 16 stays best for f32 weights (benchmarks/RESULTS.md).
 GEMV_LANES = 16
 GEMV_NARROW_LANES = 64
+# A GEMV over W [N, K] takes up to GEMV_GROUP weight rows per step, as many
+# as keep its accumulators (M x rows x lanes floats) within
+# GEMV_ACCUMULATORS vectors of 16 floats: 16 of the 32 vector registers at
+# 256 bits (gcc's width for AVX-512 cores here), the rest for the loads.
+GEMV_GROUP = 4
+GEMV_ACCUMULATORS = 8
 # Below this many multiply-adds a fused GEMM runs on one thread.
 PARALLEL_WORK = 1 << 20
 SUM_BLOCK = 1024
@@ -182,6 +196,10 @@ class GemmRenderer:
             return f"(float)({expression})"
         half = CStyleRenderer.half_load.get(element)
         return f"{half}({expression})" if half else expression
+
+    def _narrow_weight(self) -> bool:
+        """Whether the weight (matrix 1) is stored in one byte (int8, fp8)."""
+        return self.storage(self.a.inputs[1].type.element_type) in ("int8_t", "uint8_t")
 
     def _widened(self, number: int) -> bool:
         """Whether matrix `number` is widened to the product's type before the BLAS."""
@@ -333,11 +351,33 @@ class GemmRenderer:
             finals.append(f"out{number}[batch * n{a.m} + i{a.m}] = {final};")
         return declarations, updates, clauses, finals
 
+    def _row(self, body: list[str], yielded: list[str]) -> list[str]:
+        """The epilogue over the `cols` columns `c` of one row: `body` the
+        lines of one element; with row statistics, summed in blocks of
+        SUM_BLOCK and stored after the row."""
+        a = self.a
+        if not a.kinds:
+            return ["#pragma omp simd", "for (int64_t c = 0; c < cols; ++c) {", *["  " + line for line in body], "}"]
+        declarations, updates, clauses, finals = self._statistics(yielded)
+        sums = [s for s, kind in enumerate(a.kinds) if kind == "add"]
+        out = list(declarations)
+        out.append(f"for (int64_t block = 0; block < cols; block += {SUM_BLOCK}) {{")
+        out += [f"  float part{s} = 0;" for s in sums]
+        out.append(f"  const int64_t end = std::min<int64_t>(cols, block + {SUM_BLOCK});")
+        out.append(f"  #pragma omp simd {' '.join(clauses)}")
+        out.append("  for (int64_t c = block; c < end; ++c) {")
+        out += ["    " + line for line in body + updates]
+        out.append("  }")
+        out += [f"  stat{s} += part{s};" for s in sums]
+        out.append("}")
+        return out + finals
+
     # -- forms ----------------------------------------------------------
     def render(self) -> str:
         a = self.a
         m = a.static_m
-        gemv = m is not None and m <= GEMV_ROWS and not a.kinds and a.product_type != "f64"
+        half = a.product_type in ("bf16", "f16") and not self._narrow_weight()
+        gemv = m is not None and m <= (GEMV_HALF_ROWS if half else GEMV_ROWS) and a.product_type != "f64"
         head = self._head()
         body = self._gemv(m) if gemv else self._panels()
         failed = " reduction(|:failed)" if self.epilogue.divides else ""
@@ -424,80 +464,119 @@ class GemmRenderer:
             f"        const int64_t i{a.m} = m0 + r;",
         ]
         body = [f"const int64_t i{a.n} = c0 + c;"] + lines + stores
-        if a.kinds:
-            declarations, updates, clauses, finals = self._statistics(yielded)
-            sums = [s for s, kind in enumerate(a.kinds) if kind == "add"]
-            out += ["        " + line for line in declarations]
-            out.append(f"        for (int64_t block = 0; block < cols; block += {SUM_BLOCK}) {{")
-            out += [f"          float part{s} = 0;" for s in sums]
-            out.append(f"          const int64_t end = std::min<int64_t>(cols, block + {SUM_BLOCK});")
-            out.append(f"          #pragma omp simd {' '.join(clauses)}")
-            out.append("          for (int64_t c = block; c < end; ++c) {")
-            out += ["            " + line for line in body + updates]
-            out.append("          }")
-            out += [f"          stat{s} += part{s};" for s in sums]
-            out.append("        }")
-            out += ["        " + line for line in finals]
-        else:
-            out.append("        #pragma omp simd")
-            out.append("        for (int64_t c = 0; c < cols; ++c) {")
-            out += ["          " + line for line in body]
-            out.append("        }")
+        out += ["        " + line for line in self._row(body, yielded)]
         frees = [f"    std::free(wide{number});" for number in (0, 1) if self._widened(number)]
         out += ["      }", "    }", "    std::free(acc);", *frees, "  }"]
         return out
 
     def _gemv(self, rows: int) -> list[str]:
-        """Decode shapes: every weight element read once, for all `rows` rows."""
+        """Decode shapes: every weight element read once, for all `rows` rows.
+        Without row statistics the epilogue runs on each dot product as it
+        is made; with them the dot products (rows x N floats per batch) go
+        to a buffer, and a second pass runs the epilogue over whole rows."""
         a = self.a
-        m, n, k = f"n{a.m}", f"n{a.n}", f"n{a.k}"
+        n = f"n{a.n}"
         load_a = self._matrix_load(0, "lhs[kk * lda + row]" if a.transpose_lhs else "lhs[row * lda + kk]")
-        lines, yielded = self._element("sums[row]" if a.transpose_rhs else "part[row][c]")
-        stores = self._stores(yielded)
+        dot = "sums[g][row]" if a.transpose_rhs else "part[row][c]"
+        if a.kinds:
+            finish = [f"acc[(batch * {rows} + i{a.m}) * {n} + i{a.n}] = {dot};"]
+        else:
+            lines, yielded = self._element(dot)
+            finish = lines + self._stores(yielded)
         batches = " * ".join(f"n{d}" for d in range(a.batch)) or "1"
         out = [f"  const int64_t batches = {batches};"]
-        if a.transpose_rhs:
-            # W [N, K]: one dot product of each weight row with every input row, in `lanes` lanes.
-            narrow = self.storage(a.inputs[1].type.element_type) in ("int8_t", "uint8_t")
-            lanes = GEMV_NARROW_LANES if narrow else GEMV_LANES
-            load_w = self._matrix_load(1, "w[kk]")
-            inner = [
-                f"float part[{rows}][{lanes}] = {{}};",
-                "int64_t kb = 0;",
-                f"for (; kb + {lanes} <= {k}; kb += {lanes})",
-                f"  for (int64_t row = 0; row < {rows}; ++row) {{",
-                "    #pragma omp simd",
-                f"    for (int64_t l = 0; l < {lanes}; ++l) {{",
-                "      const int64_t kk = kb + l;",
-                f"      part[row][l] += {load_a} * {load_w};",
-                "    }",
-                "  }",
-                f"for (int64_t kk = kb; kk < {k}; ++kk)",
-                f"  for (int64_t row = 0; row < {rows}; ++row) part[row][0] += {load_a} * {load_w};",
-                f"float sums[{rows}];",
-                f"for (int64_t row = 0; row < {rows}; ++row) {{",
-                "  float total = 0;",
-                f"  for (int64_t l = 0; l < {lanes}; ++l) total += part[row][l];",
-                "  sums[row] = total;",
-                "}",
-            ]
-            out += [
-                f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
-                f"  for (int64_t point = 0; point < batches * {n}; ++point) {{",
-                "    int64_t rest = point;",
-                f"    const int64_t j = rest % {n}; rest /= {n};",
-            ]
-            out += [f"    const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
-            out += ["    " + line for line in self._batch_offsets()]
-            out += ["    const auto* lhs = in0 + base0;", "    const auto* w = in1 + base1 + j * ldb;"]
-            out += ["    " + line for line in inner]
-            out += [f"    const int64_t i{a.n} = j;", f"    for (int64_t row = 0; row < {rows}; ++row) {{",
-                    f"      const int64_t i{a.m} = row;"]
-            out += ["      " + line for line in lines + stores] + ["    }", "  }"]
-            return out
-        # B [K, N]: blocks of 64 columns, each weight row of the block read once.
+        if a.kinds:
+            out.append(f"  float* acc = (float*)std::malloc(sizeof(float) * std::max<int64_t>(1, batches * {rows} * {n}));")
+        out += self._gemv_transposed(rows, load_a, finish) if a.transpose_rhs else self._gemv_row_major(rows, load_a, finish)
+        if a.kinds:
+            out += self._gemv_rows(rows)
+        return out
+
+    def _gemv_rows(self, rows: int) -> list[str]:
+        """The second pass of a GEMV with row statistics: the epilogue over
+        each row of the buffer `acc`, a row per task."""
+        a = self.a
+        n = f"n{a.n}"
+        lines, yielded = self._element(f"acc[(batch * {rows} + i{a.m}) * {n} + c]")
+        body = [f"const int64_t i{a.n} = c;"] + lines + self._stores(yielded)
+        out = [
+            f"  #pragma omp parallel for schedule(static) if(batches * {rows} * {n} >= {PARALLEL_WORK})@FAILED@",
+            f"  for (int64_t point = 0; point < batches * {rows}; ++point) {{",
+            "    int64_t rest = point;",
+            f"    const int64_t i{a.m} = rest % {rows}; rest /= {rows};",
+        ]
+        out += [f"    const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
+        out += ["    " + line for line in self._batch_offsets()]
+        out.append(f"    const int64_t cols = {n};")
+        out += ["    " + line for line in self._row(body, yielded)]
+        return out + ["  }", "  std::free(acc);"]
+
+    def _gemv_transposed(self, rows: int, load_a: str, finish: list[str]) -> list[str]:
+        """W [N, K]: `group` weight rows at a time, each one's dot product
+        with every input row in `lanes` lanes. One load of x serves the
+        group's rows (x, re-read for every group, comes from L2 once M x K
+        floats pass L1: one load of it per weight vector loaded made M = 4
+        L2-bound at 60-70% of the read bandwidth) and the group's rows are
+        independent streams; `finish` runs at each (row, column)."""
+        a = self.a
+        n, k = f"n{a.n}", f"n{a.k}"
+        lanes = GEMV_NARROW_LANES if self._narrow_weight() else GEMV_LANES
+        group = max(1, min(GEMV_GROUP, GEMV_ACCUMULATORS // (rows * lanes // GEMV_LANES)))
+        load_w = self._matrix_load(1, "w[g][kk]")
+        inner = [
+            f"const {self.storage(a.inputs[1].type.element_type)}* w[{group}];",
+            "// A short last group repeats the last weight row (its sums are not stored).",
+            f"for (int64_t g = 0; g < {group}; ++g) w[g] = in1 + base1 + std::min<int64_t>(j0 + g, {n} - 1) * ldb;",
+            f"float part[{rows}][{group}][{lanes}] = {{}};",
+            "int64_t kb = 0;",
+            f"for (; kb + {lanes} <= {k}; kb += {lanes})",
+            "  // Unrolled, so that the accumulators live in registers (gcc kept them on the stack otherwise).",
+            f"  #pragma GCC unroll {rows}",
+            f"  for (int64_t row = 0; row < {rows}; ++row)",
+            f"    #pragma GCC unroll {group}",
+            f"    for (int64_t g = 0; g < {group}; ++g) {{",
+            "      #pragma omp simd",
+            f"      for (int64_t l = 0; l < {lanes}; ++l) {{",
+            "        const int64_t kk = kb + l;",
+            f"        part[row][g][l] += {load_a} * {load_w};",
+            "      }",
+            "    }",
+            f"for (int64_t kk = kb; kk < {k}; ++kk)",
+            f"  for (int64_t row = 0; row < {rows}; ++row)",
+            f"    for (int64_t g = 0; g < {group}; ++g) part[row][g][0] += {load_a} * {load_w};",
+            f"float sums[{group}][{rows}];",
+            f"for (int64_t row = 0; row < {rows}; ++row)",
+            f"  for (int64_t g = 0; g < {group}; ++g) {{",
+            "    float total = 0;",
+            f"    for (int64_t l = 0; l < {lanes}; ++l) total += part[row][g][l];",
+            "    sums[g][row] = total;",
+            "  }",
+        ]
+        out = [
+            f"  const int64_t groups = ({n} + {group - 1}) / {group};",
+            f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
+            "  for (int64_t point = 0; point < batches * groups; ++point) {",
+            "    int64_t rest = point;",
+            f"    const int64_t j0 = rest % groups * {group}; rest /= groups;",
+        ]
+        out += [f"    const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
+        out += ["    " + line for line in self._batch_offsets()]
+        out += ["    const auto* lhs = in0 + base0;"]
+        out += ["    " + line for line in inner]
+        out += [f"    for (int64_t g = 0; g < {group} && j0 + g < {n}; ++g) {{",
+                f"      const int64_t i{a.n} = j0 + g;",
+                f"      for (int64_t row = 0; row < {rows}; ++row) {{",
+                f"        const int64_t i{a.m} = row;"]
+        out += ["        " + line for line in finish] + ["      }", "    }", "  }"]
+        return out
+
+    def _gemv_row_major(self, rows: int, load_a: str, finish: list[str]) -> list[str]:
+        """B [K, N]: blocks of 64 columns, each weight row of the block read
+        once; `finish` runs at each (row, column)."""
+        a = self.a
+        n, k = f"n{a.n}", f"n{a.k}"
         load_b = self._matrix_load(1, "rhs[kk * ldb + c0 + c]")
-        out += [
+        out = [
             f"  const int64_t blocks = ({n} + 63) / 64;",
             f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
             "  for (int64_t point = 0; point < batches * blocks; ++point) {",
@@ -522,7 +601,7 @@ class GemmRenderer:
             "      for (int64_t c = 0; c < cols; ++c) {",
             f"        const int64_t i{a.n} = c0 + c;",
         ]
-        out += ["        " + line for line in lines + stores] + ["      }", "    }", "  }"]
+        out += ["        " + line for line in finish] + ["      }", "    }", "  }"]
         return out
 
 
