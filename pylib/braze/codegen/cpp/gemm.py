@@ -39,12 +39,14 @@ PANEL_COLUMNS = 1024
 MIN_PANEL_COLUMNS = 64
 PANEL_FLOATS = 1 << 20  # 4 MiB of f32 per thread's panel
 GEMV_ROWS = 16
-# A bf16/f16 product of half weights takes the GEMV up to this M only: each
-# element is widened in registers and multiplied in 256-bit f32 vectors,
-# where the library's half GEMM (AMX) reads the weight faster from M = 4
-# (4096 x 4096, 1 thread: 9 GB/s against 14 for eager at M = 4, 17 against
-# 14 at M = 2).
-GEMV_HALF_ROWS = 2
+# The Ms at which a bf16/f16 product of half weights takes the GEMV, which
+# widens each element in registers and multiplies in 256-bit f32 vectors.
+# Measured (benchmarks/cpu/gemv.py, 1 thread, K x N of 4096 x 4096,
+# 4096 x 11008, 11008 x 4096, SiLU or LayerNorm epilogue): at M = 1 the
+# library's half GEMM on panels read 1.1-1.2x faster (26-29 GB/s, near
+# torch.mv's 29-31), at M = 2 the GEMV 1.35-1.5x faster, at M = 4 the
+# library again (the GEMV: 9-13 GB/s).
+GEMV_HALF_ROWS = range(2, 3)
 # The depth of the blocks a narrow operand is widened in for an f32/f64
 # product (panels form): measured on int8_linear (128x4096x4096, int8
 # weight, f32 activations), blocks of 128 ran 0.85-0.91x the time of
@@ -377,7 +379,7 @@ class GemmRenderer:
         a = self.a
         m = a.static_m
         half = a.product_type in ("bf16", "f16") and not self._narrow_weight()
-        gemv = m is not None and m <= (GEMV_HALF_ROWS if half else GEMV_ROWS) and a.product_type != "f64"
+        gemv = m is not None and a.product_type != "f64" and (m in GEMV_HALF_ROWS if half else m <= GEMV_ROWS)
         head = self._head()
         body = self._gemv(m) if gemv else self._panels()
         failed = " reduction(|:failed)" if self.epilogue.divides else ""
