@@ -43,9 +43,9 @@ GEMV_ROWS = 16
 # widens each element in registers and multiplies in 256-bit f32 vectors.
 # Measured (benchmarks/cpu/gemv.py, 1 thread, K x N of 4096 x 4096,
 # 4096 x 11008, 11008 x 4096, SiLU or LayerNorm epilogue): at M = 1 the
-# library's half GEMM on panels read 1.1-1.2x faster (26-29 GB/s, near
-# torch.mv's 29-31), at M = 2 the GEMV 1.35-1.5x faster, at M = 4 the
-# library again (the GEMV: 9-13 GB/s).
+# library's half GEMM on panels read 1.1-1.2x faster (88-97% of torch.mv's
+# read), at M = 2 the GEMV 1.3-1.5x faster, at M = 4 the library again
+# (the GEMV: 8-9 GB/s at 4096 x 4096, the panels 12).
 GEMV_HALF_ROWS = range(2, 3)
 # The depth of the blocks a narrow operand is widened in for an f32/f64
 # product (panels form): measured on int8_linear (128x4096x4096, int8
