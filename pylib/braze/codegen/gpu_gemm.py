@@ -68,6 +68,7 @@ def scalar_renderer(renderer_type, analysis: GemmAnalysis) -> GpuRenderer:
     renderer = renderer_type.__new__(renderer_type)
     CStyleRenderer.__init__(renderer, analysis)
     renderer.storage_types = {**renderer.storage_types, **dict.fromkeys(FLOAT8_LOAD, "uint8_t")}
+    renderer.index = "int64_t"  # the caller narrows it where its schedule proves 32 bits
     return renderer
 
 
