@@ -6,15 +6,17 @@ time per call, GPU kernel time and kernels per call (from the profiler, which
 sees the driver-API launches too). Run it when a session has a GPU; never in
 CI. Finishes in under 8 minutes (models past --budget are listed as skipped).
 
-    python benchmarks/gpu_check.py [--targets cuda,triton] [--no-inductor] [--cuda-graph] [--unfused]
+    python benchmarks/gpu_check.py [--targets cuda,triton] [--no-inductor] [--cuda-graph] [--generated]
                                    [--runs N] [--budget SECONDS] [--json PATH]
 
 `--cuda-graph` adds each target with the `cuda_graph` option (a warm-up
 call, then one captured graph replayed per call); its error is checked on a
-replay too. `--unfused` adds each target with `epilogue_fusion` off: the
-CUDA target's shared-memory tiled GEMMs (codegen/gpu_gemm.py) against
-cuBLAS with the epilogue as a kernel after it, which no run here could
-time.
+replay too. `--generated` adds each target with `epilogue_fusion` and
+`flash_attention` on (engine '<target>+generated'): on CUDA, whose default
+is cuBLAS and PyTorch's attention, the shared-memory tiled GEMMs with their
+epilogues (codegen/gpu_gemm.py) and the generated flash attention
+(codegen/gpu_attention.py), which no run here could time; the numbers
+decide whether they become CUDA's default.
 
 First it checks braze.comm's nccl backend (unless `--no-nccl`): a 1-rank
 NCCL process group through braze.comm, every collective checked against the
@@ -119,7 +121,9 @@ def _engine_call(engine: str, model, args):
         compiled = torch.compile(model)
         return (lambda: compiled(*args)), None
     target, _, variant = engine.partition("+")
-    options = {"cuda_graph": variant == "graph", "epilogue_fusion": variant != "unfused"}
+    options = {"cuda_graph": variant == "graph"}
+    if variant == "generated":
+        options.update(epilogue_fusion=True, flash_attention=True)
     compiled = braze.compile(model, args, target=target, options=options)
     return (lambda: compiled(*args)), compiled.stats["kernels"]
 
@@ -193,9 +197,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cuda-graph", action="store_true",
                         help="each target also with the cuda_graph option (engine '<target>+graph')")
     parser.add_argument("--no-nccl", action="store_true", help="leave the braze.comm nccl check out")
-    parser.add_argument("--unfused", action="store_true",
-                        help="each target also with epilogue_fusion off (engine '<target>+unfused'): the "
-                             "vendor library's GEMMs and the epilogues as kernels, against the fused GEMMs")
+    parser.add_argument("--generated", action="store_true",
+                        help="each target also with epilogue_fusion and flash_attention on (engine "
+                             "'<target>+generated'): generated GEMMs and attention against the vendor library's")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--budget", type=float, default=420.0, help="seconds; later models are skipped")
     parser.add_argument("--json", type=Path, default=None)
@@ -211,7 +215,7 @@ def main(argv=None) -> int:
         return 1 if nccl_failed else 2
     engines = (["eager"] + ([] if args.no_inductor else ["inductor"]) + runnable
                + ([f"{name}+graph" for name in runnable] if args.cuda_graph else [])
-               + ([f"{name}+unfused" for name in runnable] if args.unfused else []))
+               + ([f"{name}+generated" for name in runnable] if args.generated else []))
     print(f"device: {torch.cuda.get_device_name()}; engines: {', '.join(engines)}")
     print("| model | engine | kernels | first result s | max rel. error | ms per call | x eager "
           "| kernel ms (launches) |")

@@ -159,7 +159,19 @@ class NvrtcToolchain(Toolchain):
 
 
 @dataclass(frozen=True)
-class CudaOptions(GpuOptions):
+class VendorLibraryOptions(GpuOptions):
+    # GEMMs and attention stay the vendor's (cuBLAS/hipBLAS, PyTorch's SDPA)
+    # unless asked: those run on tensor cores, and the generated SIMT GEMM
+    # (codegen/gpu_gemm.py) and thread-per-row attention
+    # (codegen/gpu_attention.py) have not been timed on a GPU yet
+    # (benchmarks/gpu_check.py --generated times both). Inductor's default
+    # is the library's too.
+    epilogue_fusion: bool = False
+    flash_attention: bool = False
+
+
+@dataclass(frozen=True)
+class CudaOptions(VendorLibraryOptions):
     # "sm_90", "sm_90a", ...; "" = the current device's (sm_90 without one).
     arch: str = ""
     # "nvrtc" (PyPI, in process) or "nvcc" (the CUDA toolkit).
@@ -167,7 +179,7 @@ class CudaOptions(GpuOptions):
 
 
 @dataclass(frozen=True)
-class HipOptions(GpuOptions):
+class HipOptions(VendorLibraryOptions):
     arch: str = "gfx90a"
 
 

@@ -273,7 +273,7 @@ def test_a_flash_attention_launches_a_block_per_query_block_and_head(cuda, monke
     (codegen/gpu_attention.py); q, k, v and the result are its buffers, and
     `sizes` holds the domain [B, H, L, Ev, S, E, Hk], the strides and the
     result's dims, per call."""
-    program, unit, driver, _ = _recorded_program(cuda, ATTENTION, monkeypatch)
+    program, unit, driver, _ = _recorded_program(cuda, ATTENTION, monkeypatch, flash_attention=True)
     (spec,) = unit.kernels.values()
     assert (spec.strategy, spec.threads, spec.tile) == ("attention_rows", 32, (32, 16))
     q, k, v = torch.randn(2, 4, 70, 16), torch.randn(2, 2, 90, 16), torch.randn(2, 2, 90, 16)
