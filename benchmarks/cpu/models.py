@@ -94,6 +94,19 @@ class Overhead(nn.Module):
         return out
 
 
+def rotary_table(head_dim: int, max_len: int) -> torch.Tensor:
+    """Rotary embedding angles [max_len, head_dim] (LLaMA's, base 10000)."""
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, head_dim, 2).float() / head_dim)
+    angles = torch.outer(torch.arange(max_len).float(), inv_freq)
+    return torch.cat((angles, angles), -1)
+
+
+def rotate(x, cos, sin):
+    """x rotated by the angles whose cos and sin are given (rotate-half form)."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
+
+
 class HandwrittenDecoderLayer(nn.Module):
     """A LLaMA-style decoder layer written out by hand, as reference
     implementations and many research repos do (no SDPA): RMSNorm, rotary
@@ -111,26 +124,20 @@ class HandwrittenDecoderLayer(nn.Module):
         self.w_down = nn.Linear(hidden, d, bias=False)
         self.norm1 = nn.Parameter(1.0 + 0.1 * torch.randn(d))
         self.norm2 = nn.Parameter(1.0 + 0.1 * torch.randn(d))
-        inv_freq = 1.0 / 10000 ** (torch.arange(0, self.head_dim, 2).float() / self.head_dim)
-        angles = torch.outer(torch.arange(max_len).float(), inv_freq)
-        self.register_buffer("cos", torch.cat((angles, angles), -1).cos())
-        self.register_buffer("sin", torch.cat((angles, angles), -1).sin())
+        self.register_buffer("cos", rotary_table(self.head_dim, max_len).cos())
+        self.register_buffer("sin", rotary_table(self.head_dim, max_len).sin())
         self.register_buffer("causal", torch.ones(max_len, max_len, dtype=torch.bool).tril())
 
     @staticmethod
     def _rms_norm(x, weight):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * weight
 
-    def _rotate(self, x, cos, sin):
-        half = x.shape[-1] // 2
-        return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
-
     def forward(self, x):
         b, t, c = x.shape
         q, k, v = self.wqkv(self._rms_norm(x, self.norm1)).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, self.head_dim).transpose(1, 2) for z in (q, k, v))
         cos, sin = self.cos[:t], self.sin[:t]
-        q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         scores = (q @ k.transpose(-2, -1)) / self.head_dim**0.5
         scores = scores.masked_fill(~self.causal[:t, :t], float("-inf"))
         y = torch.softmax(scores, dim=-1) @ v
@@ -159,19 +166,12 @@ class LlamaLayer(nn.Module):
         self.down_proj = nn.Linear(hidden, d, bias=False)
         self.input_norm = nn.Parameter(1.0 + 0.1 * torch.randn(d))
         self.post_attention_norm = nn.Parameter(1.0 + 0.1 * torch.randn(d))
-        inv_freq = 1.0 / 10000 ** (torch.arange(0, self.head_dim, 2).float() / self.head_dim)
-        angles = torch.outer(torch.arange(max_len).float(), inv_freq)
-        self.register_buffer("cos", torch.cat((angles, angles), -1).cos())
-        self.register_buffer("sin", torch.cat((angles, angles), -1).sin())
+        self.register_buffer("cos", rotary_table(self.head_dim, max_len).cos())
+        self.register_buffer("sin", rotary_table(self.head_dim, max_len).sin())
 
     @staticmethod
     def _rms_norm(x, weight):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * weight
-
-    @staticmethod
-    def _rotate(x, cos, sin):
-        half = x.shape[-1] // 2
-        return x * cos + torch.cat((-x[..., half:], x[..., :half]), -1) * sin
 
     def _repeat_kv(self, x):
         b, kv_heads, length, dim = x.shape
@@ -186,7 +186,7 @@ class LlamaLayer(nn.Module):
         k = self.k_proj(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(h).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         cos, sin = self.cos[start:start + t], self.sin[start:start + t]
-        q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
+        q, k = rotate(q, cos, sin), rotate(k, cos, sin)
         if past:
             k, v = torch.cat((past[0], k), 2), torch.cat((past[1], v), 2)
         y = F.scaled_dot_product_attention(q, self._repeat_kv(k), self._repeat_kv(v), is_causal=not past)
