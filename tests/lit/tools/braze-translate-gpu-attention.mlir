@@ -6,7 +6,16 @@
 // target's pipeline (braze-lower-attention with the targets' blocks).
 
 // RUN: braze-translate --target=opencl %s | FileCheck %s --check-prefix=CL
-// RUN: braze-translate --target=cuda %s | FileCheck %s --check-prefix=CUDA
+// CUDA keeps PyTorch's attention unless asked (its default is the vendor's
+// library), so its run asks; without the option no kernel is made.
+// RUN: braze-translate --target=cuda --option flash_attention=true %s | FileCheck %s --check-prefix=CUDA
+// RUN: braze-translate --target=cuda %s | FileCheck %s --check-prefix=LIBRARY
+// RUN: not braze-translate --target=cuda --option flash_attention %s 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not braze-translate --target=cuda --option no_such_option=1 %s 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+
+// LIBRARY: function @attention: 0 kernel(s), cuda
+// BAD: braze-translate: --option 'flash_attention': expected KEY=VALUE
+// UNKNOWN: braze-translate: unknown compile option 'no_such_option' for target 'cuda'
 
 // CL-LABEL: function @attention: 1 kernel(s), opencl
 // CL: __kernel void braze_kernel_0(__global const uint16_t* in0, __global const uint16_t* in1, __global const uint16_t* in2, __global uint16_t* out0, __global const int64_t* sizes, __global int* failed) {
