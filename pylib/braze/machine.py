@@ -1,5 +1,6 @@
 """The machine that cost estimates assume: one device's memory bandwidth and
-peak arithmetic rate, and each rank's link to the others.
+peak arithmetic rate, and each rank's link to the others; and the host
+CPU's instruction-set flags.
 
 It sits below every stage that estimates time: the passes (braze-overlap's
 cost mode takes its numbers as options), the target options that validate
@@ -8,9 +9,25 @@ cost mode takes its numbers as options), the target options that validate
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from braze.errors import BrazeError
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_flags() -> frozenset[str]:
+    """This CPU's flags from /proc/cpuinfo (empty where there is none): the
+    extensions -march=native builds generated code for."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
 
 
 @dataclass(frozen=True)

@@ -177,6 +177,24 @@ def test_decode_gemv(case, dtype, rows, depth):
     _check(text, _inputs(shapes, rows, torch_dtype, seed=depth, k=depth), tolerance)
 
 
+@pytest.mark.parametrize("rows", [1, 2, 4])
+def test_bf16_gemv_with_and_without_bf16_dot_products(rows, monkeypatch):
+    """A bf16 GEMV multiplies pairs of bf16 neighbours where the compiler
+    targets AVX512-BF16 (`bz_dot_bf16_pairs`, under the kernel's #if) and
+    widens to f32 otherwise: both builds of one source, K = 4127 (128 steps
+    of 32 and a tail of 31), against the reference interpreter."""
+    text, shapes = DECODE["decode_linear"]
+    text = text.replace("DT", "bf16").replace("Mx", f"{rows}x").replace("xK", "x4127").replace("Kx", "4127x")
+    inputs = _inputs(shapes, rows, torch.bfloat16, seed=rows, k=4127)
+    (expected,) = braze.reference.run(braze.parse(text), *inputs)
+    for compiler in (None, "g++ -mno-avx512bf16"):
+        if compiler:
+            monkeypatch.setenv("CXX", compiler)
+        program = braze.compile_mlir(text)
+        assert "bz_dot_bf16_pairs<" in program.stats["source"].read_text()
+        assert _close(program(*inputs)[0], expected, DTYPES["bf16"][1]), compiler
+
+
 @pytest.mark.parametrize("rows", [1, 64])
 def test_an_empty_depth_gives_the_epilogue_of_zeros(rows):
     """K = 0: the product is zeros (the BLAS needs row strides of at least

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from braze.errors import BrazeError
+from braze.machine import cpu_flags
 
 # Instruction-set extensions as /proc/cpuinfo spells them: what
 # -march=native may enable. Other flags (a hypervisor, the cache's
@@ -24,18 +25,6 @@ ISA_FLAGS = frozenset("""
     avx_vnni avx_vnni_int8 avx_ifma amx_tile amx_bf16 amx_int8 amx_fp16 gfni vaes vpclmulqdq
     asimd sve sve2 fphp asimdhp asimddp bf16 i8mm
 """.split())
-
-
-def cpu_flags() -> set[str]:
-    """This CPU's flags from /proc/cpuinfo (empty where there is none)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith(("flags", "Features")):
-            return set(line.split(":", 1)[1].split())
-    return set()
 
 
 def host_features() -> dict:
