@@ -255,7 +255,10 @@ def BrazeEpilogueFusion : Pass<"braze-epilogue-fusion", "::mlir::func::FuncOp"> 
     an op outside needs, the residual stream after a LayerNorm) becomes an
     extra output. A GEMM is left as it is when nothing follows it that the
     epilogue can take, unless it is a `scaled_mm` or reads an int8 weight
-    (the scales are an epilogue of their own). A `scaled_mm` rounding to an
+    (the scales are an epilogue of their own), or its M is static and at
+    most `decode-rows`: a decode shape, for which the target's fused GEMM
+    reads the weight once for all rows (the CPU's GEMV), where the
+    library's GEMM read it at half the speed (docs/cpu.md). A `scaled_mm` rounding to an
     8-bit float is left to `torch._scaled_mm` (the CPU's fused GEMMs store
     no 8-bit floats). A consumer is refused, with a remark saying why,
     when:
@@ -320,6 +323,10 @@ def BrazeEpilogueFusion : Pass<"braze-epilogue-fusion", "::mlir::func::FuncOp"> 
            "a GEMM is not fused)">,
     Option<"remarks", "remarks", "bool", "false",
            "Emit a remark for each GEMM and each refused consumer">,
+    Option<"decodeRows", "decode-rows", "int64_t", "0",
+           "A GEMM with nothing after it to fuse becomes a fused GEMM all the "
+           "same when its M is static and at most this (a decode shape, whose "
+           "weight the target's fused GEMM reads once for all rows; 0: never)">,
   ];
   let statistics = [
     Statistic<"numFused", "fused-gemms", "GEMMs fused with their epilogue">,

@@ -12,12 +12,14 @@ Each round calls every engine and probe `--calls` times in turn
 CPU time at 1 thread, as benchmarks/cpu/epilogue.py, wall-clock time at
 more); the median over rounds is kept. Models:
 
+* `linear`: x @ W^T + b alone (a lone GEMM: braze's GEMV at M <= 4, the
+  CPU target's decode_gemm_rows; eager is the library's GEMM);
 * `silu`: SiLU(x @ W^T + b) (an epilogue per element);
 * `layernorm`: LayerNorm(r + x @ W^T + b) (row statistics: the GEMM's
   epilogue sums each row).
 
     .venv/bin/python benchmarks/cpu/gemv.py [--threads 1] [--rounds 21] [--calls 5]
-        [--shapes 4096x4096,4096x11008,11008x4096] [--dtypes f32,bf16] [--rows 1,4] [--models silu,layernorm]
+        [--shapes 4096x4096,4096x11008,11008x4096] [--dtypes f32,bf16] [--rows 1,4] [--models linear,silu,layernorm]
 
 Shapes are K x N. Prints a markdown table; GB/s is the weight's bytes
 over the median time per call.
@@ -58,6 +60,8 @@ def make_model(torch, kind: str, k: int, n: int, dtype):
         def forward(self, x, residual):
             return self.norm(residual + self.fc(x))
 
+    if kind == "linear":
+        return torch.nn.Linear(k, n, dtype=dtype).eval()
     return (Silu() if kind == "silu" else Norm()).eval()
 
 
@@ -83,7 +87,7 @@ def main(argv=None) -> int:
     parser.add_argument("--shapes", default="4096x4096,4096x11008,11008x4096")
     parser.add_argument("--dtypes", default="f32,bf16")
     parser.add_argument("--rows", default="1,4")
-    parser.add_argument("--models", default="silu,layernorm")
+    parser.add_argument("--models", default="linear,silu,layernorm")
     args = parser.parse_args(argv)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-gemv-"))
@@ -109,7 +113,8 @@ def main(argv=None) -> int:
                     inputs = (torch.randn(m, k, dtype=dtype),)
                     if kind == "layernorm":
                         inputs += (torch.randn(m, n, dtype=dtype),)
-                    weight_bytes = model.fc.weight.numel() * model.fc.weight.element_size()
+                    weight = model.weight if kind == "linear" else model.fc.weight
+                    weight_bytes = weight.numel() * weight.element_size()
                     probe = torch.randn(weight_bytes // 4 // 4096, 4096)
                     ones = torch.ones(4096)
                     torch._dynamo.reset()

@@ -182,6 +182,7 @@ public:
   std::string why;
   SmallVector<Operation *> taken; // pointwise ops, views and statistics
   std::optional<Int8Weight> int8Weight; // the rhs, read as int8 in place
+  bool decodeOnly = false; // fused for its decode shape alone (no epilogue)
 
 private:
   void consider(Operation *op);
@@ -416,10 +417,18 @@ bool EpiloguePlan::gather() {
     return !isa<ReshapeOp>(op);
   });
   // The scales of a scaled_mm, or an int8 weight's dequantisation, are
-  // an epilogue of their own.
+  // an epilogue of their own; a decode shape (a static M of at most
+  // decode-rows) takes the fused GEMM for its one read of the weight.
+  int64_t m = frame.getShape()[frame.getRank() - 2];
   if (!computes && !isa<ScaledMmOp>(gemm) && !int8Weight) {
-    why = "nothing after it fits an epilogue";
-    return false;
+    if (ShapedType::isDynamic(m) || m > options.decodeRows) {
+      why = "nothing after it fits an epilogue";
+      if (!ShapedType::isDynamic(m) && options.decodeRows > 0)
+        why += " (M = " + std::to_string(m) + " is above decode-rows = " +
+               std::to_string(options.decodeRows) + ")";
+      return false;
+    }
+    decodeOnly = true;
   }
   DenseSet<Operation *> inside(taken.begin(), taken.end());
   int64_t read = llvm::count_if(values, [&](Value value) {
@@ -655,6 +664,7 @@ FusedGemmOp EpiloguePlan::build(OpBuilder &builder, int64_t &extraOutputs) {
                        << " extra(s)"
                        << (lhsScale || rhsScale ? ", scaled" : "")
                        << (int8Weight ? ", its int8 weight read in place" : "")
+                       << (decodeOnly ? ", a decode shape: M <= decode-rows" : "")
                        << ")";
   for (Operation *op : llvm::reverse(taken))
     op->erase();
@@ -697,6 +707,7 @@ struct BrazeEpilogueFusionPass
     options.reductions = reductions;
     options.extraOutputs = extraOutputs;
     options.remarks = remarks;
+    options.decodeRows = decodeRows;
     for (Block *block : blocks) {
       SmallVector<Operation *> gemms;
       for (Operation &op : *block)

@@ -177,6 +177,10 @@ class Target:
     # braze-lower-attention's (q-block, kv-block) for its renderers; None:
     # the pass's defaults (measured on the CPU).
     attention_blocks: tuple[int, int] | None = None
+    # braze-epilogue-fusion's decode-rows: a lone GEMM whose M is static and
+    # at most this becomes a fused GEMM, for the target's fused GEMM reads
+    # the weight of a decode shape faster than its library GEMM (0: never).
+    decode_gemm_rows = 0
 
     def fused_gemm_missing(self) -> str | None:
         """Why this target's emitters cannot run braze.fused_gemm (None:
@@ -212,6 +216,7 @@ class Target:
                                         flash_attention=(options.flash_attention and flash_attentions
                                                          and ("halves" if options.flash_attention_halves else True)),
                                         attention_blocks=self.attention_blocks,
+                                        decode_rows=self.decode_gemm_rows,
                                         bucket_bytes=options.bucket_bytes, overlap_mode=options.overlap_mode,
                                         overlap_machine=options.overlap_machine,
                                         overlap_max_inflight_bytes=options.overlap_max_inflight_bytes)

@@ -21,6 +21,12 @@ class CpuTarget(Target):
     device = "cpu"
     install = "apt-get install g++ (or set CXX)"
     combo_arguments = 250
+    # A lone GEMM of at most 4 static rows takes the fused GEMM's GEMV
+    # (benchmarks/cpu/gemv.py --models linear, 1 thread, against the library's GEMM:
+    # f32 M = 1-2 1.0x, M = 4 1.4-1.8x, M = 8 1.2-1.9x, M = 16 0.8-0.9x;
+    # bf16 with AVX512-BF16 M = 1-4 1.2-4.2x, M = 8 0.87-0.89x on its
+    # panels). 4 gains for both.
+    decode_gemm_rows = 4
 
     def fused_gemm_missing(self) -> str | None:
         from braze.runtime import blas

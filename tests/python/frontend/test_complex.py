@@ -60,7 +60,8 @@ def test_complex_matmul_matches_eager():
     model = Product()
     x, y = _randn(4, 6), _randn(2, 3, 4)
     compiled = braze.compile(model, (x, y))
-    assert compiled.stats["gemms"] >= 4
+    # Real GEMMs (at these decode shapes, M <= 4, the CPU's fused GEMMs).
+    assert compiled.stats["gemms"] + compiled.stats["fused_gemms"] >= 4
     with torch.no_grad():
         expected = model(x, y)
     _close(compiled(x, y), expected, 1e-4)
