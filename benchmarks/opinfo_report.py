@@ -33,7 +33,7 @@ def main() -> int:
     for name, info in opinfos().items():
         if wanted and name not in wanted:
             continue
-        results = run_op(info, dtypes, args.max_samples, args.backend)
+        results = run_op(info, {args.backend: (dtypes, args.max_samples)})
         counts = summarize(results)
         totals.update(counts)
         print(_row(name, counts))

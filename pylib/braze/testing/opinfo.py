@@ -12,6 +12,7 @@ Each sample ends as one of:
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections import Counter
 from dataclasses import dataclass
@@ -55,6 +56,8 @@ class SampleResult:
     dtype: torch.dtype
     outcome: str
     detail: str = ""
+    backend: str = ""
+    sample: int = 0  # its index among the dtype's samples
 
 
 def opinfos() -> dict[str, object]:
@@ -88,7 +91,7 @@ TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-7, 1e-7),
 
 
 def _runner(program, backend: str):
-    """The exported program run by `backend`: "reference" or "cpu"."""
+    """The exported program run by `backend`: "reference" or a target's name."""
     if backend == "reference":
         return program
     compiled = braze.compile_mlir(program.module, backend, parameters=program.parameters)
@@ -104,14 +107,21 @@ def sample_model(info, sample) -> tuple[torch.nn.Module, tuple]:
     return _Call(info.op, spec, constants), tensors
 
 
-def run_sample(info, sample, dtype, backend: str = "reference") -> SampleResult:
+def run_sample(info, sample, dtype, backends=("reference",), index: int = 0) -> list[SampleResult]:
+    """The sample (the dtype's `index`th) exported once and run by each of
+    `backends` ("reference", or a target's name), compared with eager: one
+    result per backend."""
     name = f"{info.name}.{info.variant_test_name}" if info.variant_test_name else info.name
     model, tensors = sample_model(info, sample)
+
+    def each(outcome: str, detail: str = "") -> list[SampleResult]:
+        return [SampleResult(name, dtype, outcome, detail, backend, index) for backend in backends]
+
     try:
         with torch.no_grad():
             expected = model(*tensors)
     except Exception as error:  # the sample is invalid for eager too
-        return SampleResult(name, dtype, "untraceable", f"eager: {error}")
+        return each("untraceable", f"eager: {error}")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -121,15 +131,21 @@ def run_sample(info, sample, dtype, backend: str = "reference") -> SampleResult:
             outcome = "untraceable"
         else:
             outcome = "error" if "(a braze bug)" in error.message else "unsupported"
-        return SampleResult(name, dtype, outcome, error.message.splitlines()[0][:300])
+        return each(outcome, error.message.splitlines()[0][:300])
+    return [_run_backend(program, tensors, expected, SampleResult(name, dtype, "pass", "", backend, index))
+            for backend in backends]
+
+
+def _run_backend(program, tensors, expected, result: SampleResult) -> SampleResult:
+    """`result` with the outcome of running `program` on its backend."""
     try:
-        runner = _runner(program, backend)
+        runner = _runner(program, result.backend)
     except braze.BrazeError as error:  # the reference ran it: a backend gap
-        return SampleResult(name, dtype, "error", error.message.splitlines()[0][:300])
+        return dataclasses.replace(result, outcome="error", detail=error.message.splitlines()[0][:300])
     try:
         actual = runner(*tensors)
     except braze.BrazeError as error:
-        return SampleResult(name, dtype, "unsupported", error.message.splitlines()[0][:300])
+        return dataclasses.replace(result, outcome="unsupported", detail=error.message.splitlines()[0][:300])
     expected_leaves, actual_leaves = pytree.tree_leaves(expected), pytree.tree_leaves(actual)
     try:
         assert len(expected_leaves) == len(actual_leaves), "a different number of outputs"
@@ -140,21 +156,25 @@ def run_sample(info, sample, dtype, backend: str = "reference") -> SampleResult:
             else:
                 assert a == e, f"{a} != {e}"
     except AssertionError as error:
-        return SampleResult(name, dtype, "mismatch", str(error).strip().splitlines()[0][:300])
-    return SampleResult(name, dtype, "pass")
+        return dataclasses.replace(result, outcome="mismatch", detail=str(error).strip().splitlines()[0][:300])
+    return result
 
 
-def run_op(info, dtypes=(torch.float32,), max_samples: int | None = None,
-           backend: str = "reference") -> list[SampleResult]:
+def run_op(info, plan: dict[str, tuple[tuple, int | None]]) -> list[SampleResult]:
+    """The op's samples, each exported once and run by every backend of
+    `plan` (backend -> (dtypes, samples per dtype, None for all)) that
+    wants it."""
     results = []
-    for dtype in dtypes:
+    for dtype in dict.fromkeys(dtype for dtypes, _ in plan.values() for dtype in dtypes):
         if dtype not in info.supported_dtypes("cpu"):
             continue
         samples = info.sample_inputs("cpu", dtype, requires_grad=False)
         for i, sample in enumerate(samples):
-            if max_samples is not None and i >= max_samples:
+            backends = tuple(backend for backend, (dtypes, count) in plan.items()
+                             if dtype in dtypes and (count is None or i < count))
+            if not backends:
                 break
-            results.append(run_sample(info, sample, dtype, backend))
+            results += run_sample(info, sample, dtype, backends, i)
     return results
 
 

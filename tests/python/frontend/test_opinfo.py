@@ -1,11 +1,14 @@
-"""PyTorch's OpInfo samples of every supported op: captured, run on the
-reference interpreter and compiled for the CPU, compared with eager. A sample braze refuses must be
-refused with a BrazeError; it may never produce a different answer or fail
-inside braze. benchmarks/opinfo_report.py runs every sample and dtype."""
+"""PyTorch's OpInfo samples of every supported op: captured once, run on the
+reference interpreter, compiled for the CPU and for OpenCL (on PoCL; one
+float32 and one bfloat16 sample), compared with eager. A sample braze
+refuses must be refused with a BrazeError; it may never produce a different
+answer or fail inside braze. benchmarks/opinfo_report.py runs every sample
+and dtype."""
 
 import pytest
 import torch
 
+from braze import target as targets
 from braze.testing.opinfo import opinfos, run_op, summarize
 
 pytest.importorskip("expecttest", reason="OpInfo's database needs expecttest")
@@ -15,16 +18,32 @@ SAMPLES_PER_DTYPE = 2
 DTYPES = (torch.float32, torch.int64, torch.bool, torch.bfloat16)
 
 
+def _plan() -> dict:
+    """backend -> (dtypes, samples per dtype): PoCL where it is installed
+    (required with BRAZE_REQUIRE_TOOLCHAINS=1, as CI sets)."""
+    plan = {"reference": (DTYPES, SAMPLES_PER_DTYPE), "cpu": (DTYPES, SAMPLES_PER_DTYPE)}
+    missing = targets.get("opencl").compiler_missing()
+    if missing is None:
+        plan["opencl"] = ((torch.float32, torch.bfloat16), 1)
+    elif targets.require_toolchains():
+        pytest.fail(f"the opencl target: {missing} (BRAZE_REQUIRE_TOOLCHAINS=1)")
+    return plan
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["reference", "cpu"])
 @pytest.mark.parametrize("name", sorted(INFOS))
-def test_opinfo_samples(name, backend):
-    info = INFOS[name]
-    results = run_op(info, DTYPES, SAMPLES_PER_DTYPE, backend)
-    bad = [f"{r.outcome}: {r.detail}" for r in results if r.outcome in ("mismatch", "error")]
+def test_opinfo_samples(name):
+    results = run_op(INFOS[name], _plan())
+    bad = [f"{r.backend} {r.dtype} {r.outcome}: {r.detail}" for r in results if r.outcome in ("mismatch", "error")]
     assert not bad, "\n".join(bad)
-    counts = summarize(results)
-    assert counts["pass"] >= 1 or not results, f"no sample passed: {counts}"
+    for backend in ("reference", "cpu"):
+        counts = summarize(r for r in results if r.backend == backend)
+        assert counts["pass"] >= 1 or not sum(counts.values()), f"{backend}: no sample passed: {counts}"
+    # OpenCL runs what the CPU runs (all 206 samples when this was written).
+    cpu = {(r.dtype, r.sample): r for r in results if r.backend == "cpu"}
+    for r in results:
+        if r.backend == "opencl":
+            assert r.outcome == cpu[r.dtype, r.sample].outcome, f"opencl {r.dtype}: {r.outcome}: {r.detail}"
 
 
 def test_every_listed_op_is_in_the_database():

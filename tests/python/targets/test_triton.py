@@ -173,7 +173,7 @@ def test_opinfo_samples_match_eager_in_the_interpreter(interpreter):
     names = sorted(opinfos())
     bad, passed = [], 0
     for name in names if full else names[::8]:
-        results = run_op(opinfos()[name], dtypes, 1, "triton")
+        results = run_op(opinfos()[name], {"triton": (dtypes, 1)})
         bad += [f"{r.op} {r.dtype} {r.outcome}: {r.detail}" for r in results if r.outcome in ("mismatch", "error")]
         passed += summarize(results)["pass"]
     assert not bad, "\n".join(bad)
