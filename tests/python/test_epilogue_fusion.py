@@ -195,6 +195,28 @@ def test_bf16_gemv_with_and_without_bf16_dot_products(rows, monkeypatch):
         assert _close(program(*inputs)[0], expected, DTYPES["bf16"][1]), compiler
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_lone_gemms_at_decode_shapes_are_fused_gemms(dtype):
+    """The CPU's decode-rows (4): a lone nn.Linear at M = 4, a batched
+    product of single rows and a lone matmul at M = 2 become fused GEMMs
+    (the GEMV; f64's panels) and match eager; at M = 5 the linear stays the
+    library's."""
+    from braze.testing.modules import Apply
+
+    def lone(x, w, b, q, k, y, v):
+        return torch.nn.functional.linear(x, w, b), torch.bmm(q, k), y @ v
+
+    g = torch.Generator().manual_seed(3)
+    for rows, fused in ((4, 3), (5, 2)):
+        shapes = [(rows, 300), (70, 300), (70,), (8, 1, 64), (8, 64, 16), (2, 33), (33, 9)]
+        inputs = [torch.randn(shape, generator=g).to(dtype) for shape in shapes]
+        compiled = braze.compile(Apply(lone), tuple(inputs))
+        assert compiled.stats["fused_gemms"] == fused and compiled.stats["gemms"] == 3 - fused
+        tolerance = DTYPES["bf16"][1] if dtype == torch.bfloat16 else 2e-5
+        for actual, expected in zip(compiled(*inputs), lone(*inputs)):
+            assert actual.dtype == expected.dtype and _close(actual, expected, tolerance)
+
+
 @pytest.mark.parametrize("rows", [1, 64])
 def test_an_empty_depth_gives_the_epilogue_of_zeros(rows):
     """K = 0: the product is zeros (the BLAS needs row strides of at least
