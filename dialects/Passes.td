@@ -258,7 +258,11 @@ def BrazeEpilogueFusion : Pass<"braze-epilogue-fusion", "::mlir::func::FuncOp"> 
     (the scales are an epilogue of their own), or its M is static and at
     most `decode-rows`: a decode shape, for which the target's fused GEMM
     reads the weight once for all rows (the CPU's GEMV), where the
-    library's GEMM read it at half the speed (docs/cpu.md). A `scaled_mm` rounding to an
+    library's GEMM read it at half the speed (docs/cpu.md). With
+    `half-products=false` a GEMM of f16/bf16 operands is left as it is
+    unless its M is such a decode shape or it reads an int8 weight or is a
+    `scaled_mm` (the CPU: its fused GEMM calls MKL's half GEMM per panel,
+    which ran 0.75x of the library's oneDNN GEMM plus a kernel). A `scaled_mm` rounding to an
     8-bit float is left to `torch._scaled_mm` (the CPU's fused GEMMs store
     no 8-bit floats). A consumer is refused, with a remark saying why,
     when:
@@ -327,6 +331,10 @@ def BrazeEpilogueFusion : Pass<"braze-epilogue-fusion", "::mlir::func::FuncOp"> 
            "A GEMM with nothing after it to fuse becomes a fused GEMM all the "
            "same when its M is static and at most this (a decode shape, whose "
            "weight the target's fused GEMM reads once for all rows; 0: never)">,
+    Option<"halfProducts", "half-products", "bool", "true",
+           "Fuse GEMMs of f16/bf16 operands (off: such a GEMM is fused only "
+           "at a decode shape, or for its int8 weight or scaled_mm's scales; "
+           "for a target whose library half GEMM outruns its fused GEMM)">,
   ];
   let statistics = [
     Statistic<"numFused", "fused-gemms", "GEMMs fused with their epilogue">,

@@ -4,7 +4,7 @@ vs eager vs Inductor, in one run, on GEMM-bound models
 (benchmarks/cpu/models.py: linear_gelu, linear_residual_layernorm,
 bert_layer, decode_mlp, mlp, handwritten_decoder, and a LLaMA-style
 layer with grouped-query attention at prefill and decode shapes:
-llama_prefill, llama_decode), the zoo's ViT
+llama_prefill, llama_decode, and both in bfloat16), the zoo's ViT
 (braze.testing.zoo, bench size), attention alone (the attention_*
 models: SDPA with masks, causal, bf16, a grouped-query decode step) and
 quantised GEMMs (int8_linear*: an int8-weight linear layer, f32 or bf16
@@ -54,7 +54,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 MODELS = ["linear_gelu", "linear_residual_layernorm", "bert_layer", "decode_mlp", "mlp", "vit", "handwritten_decoder",
-          "llama_prefill", "llama_decode",
+          "llama_prefill", "llama_decode", "llama_prefill_bf16", "llama_decode_bf16",
           "attention_additive", "attention_additive_bf16", "attention_boolean", "attention_boolean_bf16",
           "attention_causal_long", "attention_decode_gqa", "int8_linear", "int8_linear_bf16", "int8_linear_decode",
           "int8_linear_decode_bf16", "scaled_mm", "scaled_mm_decode"]
@@ -163,11 +163,11 @@ def main(argv=None) -> int:
         row = {"model": name, "times_s": times, "best_s": best, "rel_err": errors, "stats": stats,
                "load": load.result()}
         if name in ("decode_mlp", "attention_decode_gqa", "int8_linear_decode", "int8_linear_decode_bf16",
-                    "scaled_mm_decode", "llama_decode"):
+                    "scaled_mm_decode", "llama_decode", "llama_decode_bf16"):
             if name == "decode_mlp":
                 weight_bytes = sum(p.numel() * p.element_size() for n, p in model.named_parameters()
                                    if "fc" in n and n.endswith("weight"))
-            elif name == "llama_decode":
+            elif name.startswith("llama_decode"):
                 weight_bytes = sum(m.weight.numel() * m.weight.element_size() for m in model.modules()
                                    if isinstance(m, torch.nn.Linear))
                 weight_bytes += sum(t.numel() * t.element_size() for t in inputs[1:])

@@ -171,7 +171,9 @@ class LlamaLayer(nn.Module):
 
     @staticmethod
     def _rms_norm(x, weight):
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * weight
+        # As LlamaRMSNorm: in float32, the normalised value rounded back before the weight.
+        y = x.float()
+        return weight * (y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype)
 
     def _repeat_kv(self, x):
         b, kv_heads, length, dim = x.shape
@@ -323,12 +325,13 @@ def build(name: str, seed: int = 0):
         return SoftmaxLayerNorm().eval(), (rand(4096, 1024),)
     if name == "handwritten_decoder":
         return HandwrittenDecoderLayer().eval(), (rand(2, 512, 512),)
-    if name == "llama_prefill":
-        return LlamaLayer().eval(), (rand(1, 512, 2048),)
-    if name == "llama_decode":
-        layer = LlamaLayer().eval()
-        past = tuple(rand(4, layer.kv_heads, 1024, layer.head_dim) for _ in range(2))
-        return layer, (rand(4, 1, 2048), *past)
+    if name.startswith("llama_"):
+        dtype = torch.bfloat16 if name.endswith("_bf16") else torch.float32
+        layer = LlamaLayer().to(dtype).eval()
+        if name.removesuffix("_bf16") == "llama_prefill":
+            return layer, (rand(1, 512, 2048).to(dtype),)
+        past = tuple(rand(4, layer.kv_heads, 1024, layer.head_dim).to(dtype) for _ in range(2))
+        return layer, (rand(4, 1, 2048).to(dtype), *past)
     if name == "small_chains":
         return SmallChains().eval(), tuple(rand(4096) for _ in range(64))
     if name == "overhead":
@@ -374,6 +377,8 @@ MODELS = {
                       "causal SDPA, SwiGLU 2048->5632->2048; x [1, 512, 2048]"),
     "llama_decode": ("llama_prefill's layer at a decode step: x [4, 1, 2048], past keys and values "
                      "[4, 4, 1024, 64] appended by torch.cat"),
+    "llama_prefill_bf16": "llama_prefill in bfloat16 (weights, activations, the rotary tables)",
+    "llama_decode_bf16": "llama_decode in bfloat16",
     "small_chains": "64 independent 3-5 op pointwise chains on 64 inputs of [4096]",
     "overhead": "x0 + ... + x9 on 10 inputs of [16]",
     "linear_gelu": "Linear 768->3072 + GELU (erf); x [1024, 768]",

@@ -408,6 +408,21 @@ bool EpiloguePlan::gather() {
                          << "' does not read its int8 weight in place: "
                          << int8Why;
   }
+  // The scales of a scaled_mm, or an int8 weight's dequantisation, are
+  // an epilogue of their own; a decode shape (a static M of at most
+  // decode-rows) takes the fused GEMM for its one read of the weight.
+  int64_t m = frame.getShape()[frame.getRank() - 2];
+  bool decode = !ShapedType::isDynamic(m) && m <= options.decodeRows;
+  bool needsFusedGemm = isa<ScaledMmOp>(gemm) || int8Weight.has_value();
+  if (!options.halfProducts && isa<Float16Type, BFloat16Type>(element) &&
+      !needsFusedGemm && !decode) {
+    why = "a product of " + std::string(isa<BFloat16Type>(element) ? "bf16" : "f16") +
+          " operands stays the library's (half-products is off)";
+    if (!ShapedType::isDynamic(m) && options.decodeRows > 0)
+      why += "; M = " + std::to_string(m) + " is above decode-rows = " +
+             std::to_string(options.decodeRows);
+    return false;
+  }
   Block *block = gemm->getBlock();
   for (Operation *op = gemm->getNextNode(); op; op = op->getNextNode())
     if (llvm::any_of(op->getOperands(),
@@ -416,12 +431,8 @@ bool EpiloguePlan::gather() {
   bool computes = llvm::any_of(taken, [](Operation *op) {
     return !isa<ReshapeOp>(op);
   });
-  // The scales of a scaled_mm, or an int8 weight's dequantisation, are
-  // an epilogue of their own; a decode shape (a static M of at most
-  // decode-rows) takes the fused GEMM for its one read of the weight.
-  int64_t m = frame.getShape()[frame.getRank() - 2];
-  if (!computes && !isa<ScaledMmOp>(gemm) && !int8Weight) {
-    if (ShapedType::isDynamic(m) || m > options.decodeRows) {
+  if (!computes && !needsFusedGemm) {
+    if (!decode) {
       why = "nothing after it fits an epilogue";
       if (!ShapedType::isDynamic(m) && options.decodeRows > 0)
         why += " (M = " + std::to_string(m) + " is above decode-rows = " +
@@ -708,6 +719,7 @@ struct BrazeEpilogueFusionPass
     options.extraOutputs = extraOutputs;
     options.remarks = remarks;
     options.decodeRows = decodeRows;
+    options.halfProducts = halfProducts;
     for (Block *block : blocks) {
       SmallVector<Operation *> gemms;
       for (Operation &op : *block)

@@ -394,7 +394,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
                          flash_attention: bool | str = False, bucket_bytes: int = 0,
                          overlap_mode: str = "simple", overlap_machine: dict | None = None,
                          overlap_max_inflight_bytes: int = 0,
-                         attention_blocks: tuple[int, int] | None = None, decode_rows: int = 0) -> str:
+                         attention_blocks: tuple[int, int] | None = None, decode_rows: int = 0,
+                         half_products: bool = True) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
@@ -402,7 +403,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     when a report or the fusion log topic listens.) `epilogue_fusion`:
     braze-epilogue-fusion before braze-fuse-pointwise (for targets whose
     emitters spell braze.fused_gemm), taking also the lone GEMMs whose M
-    is static and at most `decode_rows`. `form_attention`: braze-form-attention
+    is static and at most `decode_rows`, and (`half_products` off) leaving
+    f16/bf16 GEMMs above that M to the library. `form_attention`: braze-form-attention
     first, before any fusion takes the softmax's ops; `flash_attention`:
     braze-lower-attention after it (for targets whose emitters spell
     braze.flash_attention; "halves": f16/bf16 attentions too), with
@@ -416,7 +418,9 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     flight at once (0: none)."""
     fusion = f"braze-fuse-pointwise{{recompute-limit={int(recompute_limit)}}}," if fuse else ""
     if fuse and epilogue_fusion:
-        fusion = (f"braze-epilogue-fusion{{decode-rows={int(decode_rows)}}}," if decode_rows
+        epilogue_options = ([f"decode-rows={int(decode_rows)}"] if decode_rows else []) + \
+            ([] if half_products else ["half-products=false"])
+        fusion = (f"braze-epilogue-fusion{{{' '.join(epilogue_options)}}}," if epilogue_options
                   else "braze-epilogue-fusion,") + fusion
     layout = ",braze-channels-last" if channels_last else ""
     collapse = ",braze-collapse-dims" if collapse_dims else ""

@@ -81,6 +81,13 @@ class TargetOptions:
     # braze.fused_gemm: the CPU, Triton, and the C-like GPU targets' tiled
     # GEMM).
     epilogue_fusion: bool = True
+    # ... of f16/bf16 GEMMs too (braze-epilogue-fusion's half-products).
+    # Off, as on the CPU by default, such a GEMM is fused only at a decode
+    # shape (a static M of at most the target's decode_gemm_rows), for its
+    # int8 weight or scaled_mm's scales: the CPU's fused GEMM calls MKL's
+    # half GEMM per panel, slower than torch's oneDNN GEMM plus a kernel
+    # (docs/cpu.md). On Triton and the C-like GPU targets the default is on.
+    epilogue_fusion_halves: bool = False
     # Form one braze.attention from softmax(q @ k^T * scale + mask) @ v
     # spelled out (braze-form-attention): the scores are never written out.
     form_attention: bool = True
@@ -217,6 +224,7 @@ class Target:
                                                          and ("halves" if options.flash_attention_halves else True)),
                                         attention_blocks=self.attention_blocks,
                                         decode_rows=self.decode_gemm_rows,
+                                        half_products=options.epilogue_fusion_halves,
                                         bucket_bytes=options.bucket_bytes, overlap_mode=options.overlap_mode,
                                         overlap_machine=options.overlap_machine,
                                         overlap_max_inflight_bytes=options.overlap_max_inflight_bytes)

@@ -22,6 +22,8 @@ class GpuOptions(TargetOptions):
     # f16/bf16 attentions are generated kernels too (codegen/gpu_attention.py
     # widens them to f32 as it stages them), as on Triton.
     flash_attention_halves: bool = True
+    # f16/bf16 GEMMs are fused too (the tiled GEMM widens them as it stages them).
+    epilogue_fusion_halves: bool = True
 
 
 class OpenCLToolchain(Toolchain):
