@@ -414,13 +414,17 @@ bool EpiloguePlan::gather() {
   int64_t m = frame.getShape()[frame.getRank() - 2];
   bool decode = !ShapedType::isDynamic(m) && m <= options.decodeRows;
   bool needsFusedGemm = isa<ScaledMmOp>(gemm) || int8Weight.has_value();
+  // Why a static M is not a decode shape, between `open` and `close`.
+  auto aboveDecodeRows = [&](StringRef open, StringRef close) -> std::string {
+    if (ShapedType::isDynamic(m) || options.decodeRows <= 0)
+      return "";
+    return (open + "M = " + Twine(m) + " is above decode-rows = " +
+            Twine(options.decodeRows) + close).str();
+  };
   if (!options.halfProducts && isa<Float16Type, BFloat16Type>(element) &&
       !needsFusedGemm && !decode) {
     why = "a product of " + std::string(isa<BFloat16Type>(element) ? "bf16" : "f16") +
-          " operands stays the library's (half-products is off)";
-    if (!ShapedType::isDynamic(m) && options.decodeRows > 0)
-      why += "; M = " + std::to_string(m) + " is above decode-rows = " +
-             std::to_string(options.decodeRows);
+          " operands stays the library's (half-products is off)" + aboveDecodeRows("; ", "");
     return false;
   }
   Block *block = gemm->getBlock();
@@ -433,10 +437,7 @@ bool EpiloguePlan::gather() {
   });
   if (!computes && !needsFusedGemm) {
     if (!decode) {
-      why = "nothing after it fits an epilogue";
-      if (!ShapedType::isDynamic(m) && options.decodeRows > 0)
-        why += " (M = " + std::to_string(m) + " is above decode-rows = " +
-               std::to_string(options.decodeRows) + ")";
+      why = "nothing after it fits an epilogue" + aboveDecodeRows(" (", ")");
       return false;
     }
     decodeOnly = true;

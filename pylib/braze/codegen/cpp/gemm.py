@@ -251,7 +251,7 @@ class GemmRenderer:
     def _bf16_pairs(self) -> bool:
         """Whether a GEMV over W [N, K] may multiply pairs of bf16 neighbours
         (`bz_dot_bf16_pairs`): both matrices bf16, x's rows contiguous in K."""
-        return not self.a.transpose_lhs and all(
+        return self.a.transpose_rhs and not self.a.transpose_lhs and all(
             type_name(self.a.inputs[number].type.element_type) == "bf16" for number in (0, 1))
 
     def _widened(self, number: int) -> bool:
