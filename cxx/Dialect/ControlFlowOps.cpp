@@ -28,7 +28,8 @@ static LogicalResult verifyRegion(Operation *op, Region &region,
   if (block.getArgumentTypes() != types)
     return op->emitOpError() << what << " takes " << block.getArgumentTypes()
                              << " but must take " << types;
-  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  // (An empty block has no terminator to ask for.)
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   if (!yield)
     return op->emitOpError() << what << " must end with braze.yield";
   TypeRange values = yield.getValues().getTypes();

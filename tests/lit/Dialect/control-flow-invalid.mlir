@@ -37,6 +37,34 @@ func.func @branch_arguments(%i: tensor<i64>, %x: tensor<4xf32>) -> tensor<4xf32>
 
 // -----
 
+// Tests that a branch whose block is empty (no braze.yield: a truncated
+// file) is an error, not a crash.
+func.func @empty_branch(%i: tensor<i64>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'braze.switch' op branch #1 must end with braze.yield}}
+  %r = braze.switch %i (%x) : (tensor<i64>, tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    braze.yield %a : tensor<4xf32>
+  }, {
+  ^bb0(%b: tensor<4xf32>):
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a branch with no block at all is an error, not a crash.
+func.func @blockless_branch(%i: tensor<i64>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'braze.switch' op region #1 ('branches') failed to verify constraint: region with 1 blocks}}
+  %r = braze.switch %i (%x) : (tensor<i64>, tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    braze.yield %a : tensor<4xf32>
+  }, {
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
 // Tests that a branch yields as many values as the switch has results.
 func.func @yield_count(%i: tensor<i64>, %x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'braze.switch' op branch #0 yields 2 value(s) but 1 are expected}}
