@@ -142,6 +142,68 @@ def BrazeChannelsLast : Pass<"braze-channels-last", "::mlir::func::FuncOp"> {
   ];
 }
 
+def BrazeSplitDims : Pass<"braze-split-dims", "::mlir::func::FuncOp"> {
+  let summary = "Split an iteration dim that a kernel takes apart with / and % into two dims";
+  let description = [{
+    A kernel that reads a reshape of a permuted tensor through an index
+    map (braze-fold-layouts), as the copy before attention's output
+    projection does (`o.transpose(1, 2).reshape(b, t, h * d)`), iterates
+    over the merged dim and takes each index apart again: `j / d` and
+    `j % d`. Every read through them is a gather, and no loop runs along
+    the source's unit-stride dim. This pass makes the two parts loops
+    again:
+
+    - a parallel dim of static extent E whose index the body divides by or
+      takes modulo one constant C (E a multiple of C, C at least
+      `min-inner`: a shorter inner loop costs more than the arithmetic)
+      becomes two dims of extents E / C and C; the quotient is the outer
+      index, the remainder the inner one;
+    - an input every read of which holds the index at one position is read
+      through a `braze.reshape` that splits that position (splitting a dim
+      is a view of any strided tensor); a result every store of which
+      holds it at one position is written split and reshaped back (a view
+      of a contiguous tensor);
+    - any other use of the index reads `outer * C + inner`.
+
+    The order of the points is unchanged (row-major over the pair), and no
+    value changes. Run before braze-collapse-dims: a pair that some access
+    holds apart (the reason the body took the index apart) never merges
+    back.
+
+    ```mlir
+    %c = braze.kernel ins(%o : tensor<2x4x8x8xf32>) domain [16, 32] reduce [] : tensor<16x32xf32> {
+    ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<2x4x8x8xf32>):
+      %c8 = arith.constant 8 : index
+      %b = arith.divsi %i, %c8 : index
+      %t = arith.remsi %i, %c8 : index
+      %h = arith.divsi %j, %c8 : index
+      %d = arith.remsi %j, %c8 : index
+      %v = tensor.extract %a[%b, %h, %t, %d] : tensor<2x4x8x8xf32>
+      braze.store %v, 0 [%i, %j] : f32
+    }
+    ```
+    becomes (with `min-inner=8`)
+    ```mlir
+    %k = braze.kernel ins(%o : tensor<2x4x8x8xf32>) domain [2, 8, 4, 8] reduce [] : tensor<2x8x4x8xf32> {
+    ^bb0(%b: index, %t: index, %h: index, %d: index, %nb: index, %nt: index,
+         %nh: index, %nd: index, %a: tensor<2x4x8x8xf32>):
+      %v = tensor.extract %a[%b, %h, %t, %d] : tensor<2x4x8x8xf32>
+      braze.store %v, 0 [%b, %t, %h, %d] : f32
+    }
+    %c = braze.reshape %k : tensor<2x8x4x8xf32> -> tensor<16x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"minInner", "min-inner", "int64_t", "16",
+           "Split only where the inner extent C is at least this">,
+  ];
+  let statistics = [
+    Statistic<"numSplit", "split-dims", "Dims split in two">,
+  ];
+}
+
 def BrazeCollapseDims : Pass<"braze-collapse-dims", "::mlir::func::FuncOp"> {
   let summary = "Merge adjacent iteration dims of a kernel into one";
   let description = [{

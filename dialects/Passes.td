@@ -402,8 +402,62 @@ def BrazeLowerKernels : Pass<"braze-lower-kernels", "::mlir::func::FuncOp"> {
 
 // The passes that decide how kernels see memory layouts (after lowering, in
 // pipeline order): braze-fold-layouts, braze-channels-last,
-// braze-collapse-dims.
+// braze-split-dims, braze-collapse-dims.
 include "LayoutPasses.td"
+
+def BrazeInlineKernels : Pass<"braze-inline-kernels", "::mlir::func::FuncOp"> {
+  let summary = "Compute a pointwise kernel's value inside the one kernel that reads it";
+  let description = [{
+    braze-fuse-pointwise fuses a producer into its consumer only where the
+    consumer reads it directly; a layout op between them (a concat, a
+    slice, a permute) keeps them apart. Once braze-fold-layouts has folded
+    that op into the consumer's index map, the producer is a kernel whose
+    result the consumer reads at some index: rotary embeddings' `-x[...,
+    d/2:]`, one kernel, read by the rotary kernel through rotate_half's
+    concat. This pass evaluates the producer's body at the consumer's read
+    instead, so the value never goes through memory and the launch is gone:
+
+    - the producer has one result, stored once at the point's own indices,
+      no reduction dims, and reads no dynamic extent in its body;
+    - its result has one use, a kernel input that one `tensor.extract`
+      reads;
+    - the consumer has at most `max-evaluations` times the producer's
+      points (static extents multiplied, dynamic ones compared as values),
+      so no point of the producer is computed more than that many times
+      over: a select between rotate_half's halves computes the negated half
+      at every point, twice its points.
+
+    The producer's inputs become the consumer's (each tensor once), its
+    body is cloned in front of the read with its indices the read's, and
+    the producer is erased.
+
+    ```mlir
+    %n = braze.kernel ins(%x : tensor<4x8xf32>) domain [4, 8] reduce [] : tensor<4x8xf32> {
+    ^bb0(%i: index, %j: index, %ni: index, %nj: index, %a: tensor<4x8xf32>):
+      %v = tensor.extract %a[%i, %j] : tensor<4x8xf32>
+      %m = arith.negf %v : f32
+      braze.store %m, 0 [%i, %j] : f32
+    }
+    %y = braze.kernel ins(%n : tensor<4x8xf32>) domain [4, 16] reduce [] : tensor<4x16xf32> {
+    ^bb0(%i: index, %j: index, %ni: index, %nj: index, %b: tensor<4x8xf32>):
+      %c8 = arith.constant 8 : index
+      %r = arith.remsi %j, %c8 : index
+      %v = tensor.extract %b[%i, %r] : tensor<4x8xf32>
+      braze.store %v, 0 [%i, %j] : f32
+    }
+    ```
+    becomes one kernel that reads `%x[%i, %r]` and negates it.
+  }];
+  let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"maxEvaluations", "max-evaluations", "int64_t", "2",
+           "Inline only into a consumer with at most this many times the producer's points">,
+  ];
+  let statistics = [
+    Statistic<"numInlined", "inlined-kernels", "Kernels computed inside their reader">,
+  ];
+}
 
 //===----------------------------------------------------------------------===//
 // GPU scheduling

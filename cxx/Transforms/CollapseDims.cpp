@@ -8,6 +8,7 @@
 
 #include "Dialect/BrazeDialect.h"
 #include "Dialect/BrazeOps.h"
+#include "Transforms/KernelEdits.h"
 #include "Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -22,13 +23,6 @@ using namespace mlir;
 using namespace braze;
 
 namespace {
-/// A tensor access's index operands (tensor.extract or braze.store).
-OperandRange indicesOf(Operation *access) {
-  if (auto extract = dyn_cast<tensor::ExtractOp>(access))
-    return extract.getIndices();
-  return cast<StoreOp>(access).getIndices();
-}
-
 int64_t product(int64_t a, int64_t b) {
   if (ShapedType::isDynamic(a) || ShapedType::isDynamic(b))
     return ShapedType::kDynamic;
@@ -41,19 +35,6 @@ RankedTensorType merged(RankedTensorType type, int64_t position) {
   shape[position] = product(shape[position], shape[position + 1]);
   shape.erase(shape.begin() + position + 1);
   return type.clone(shape);
-}
-
-/// The sizes operands a braze.reshape to `type` needs: one per dynamic dim
-/// when there are several, none otherwise.
-SmallVector<Value> reshapeSizes(RankedTensorType type,
-                                function_ref<Value(int64_t)> sizeOf) {
-  SmallVector<Value> sizes;
-  if (type.getNumDynamicDims() < 2)
-    return sizes;
-  for (int64_t position = 0; position < type.getRank(); ++position)
-    if (type.isDynamicDim(position))
-      sizes.push_back(sizeOf(position));
-  return sizes;
 }
 
 /// An input that is a slice: at run time a view whose dims keep the source's
@@ -96,7 +77,6 @@ private:
   void squeezeUnitDims();
   bool canMerge(unsigned dim);
   void merge(unsigned dim);
-  Value extentBefore(unsigned dim, OpBuilder &builder);
 
   KernelOp kernel;
   int64_t shortExtent, minPoints;
@@ -143,16 +123,6 @@ int64_t Collapser::run() {
     --dim;
   }
   return merges;
-}
-
-/// The size of dim `position` of `tensor`, as a value.
-Value sizeBefore(Value tensor, int64_t position, OpBuilder &builder,
-                 Location loc) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  if (!type.isDynamicDim(position))
-    return arith::ConstantIndexOp::create(builder, loc,
-                                          type.getDimSize(position));
-  return tensor::DimOp::create(builder, loc, tensor, position);
 }
 
 /// Whether `index` is the constant 0.
@@ -312,16 +282,6 @@ bool Collapser::canMerge(unsigned dim) {
   return true;
 }
 
-/// The extent of domain dim `dim`, as a value before the kernel.
-Value Collapser::extentBefore(unsigned dim, OpBuilder &builder) {
-  ArrayRef<int64_t> domain = kernel.getStaticDomain();
-  if (!ShapedType::isDynamic(domain[dim]))
-    return arith::ConstantIndexOp::create(builder, kernel.getLoc(),
-                                          domain[dim]);
-  return kernel.getDynamicDomain()[llvm::count_if(domain.take_front(dim),
-                                                  ShapedType::isDynamic)];
-}
-
 void Collapser::merge(unsigned dim) {
   Block &body = kernel.getBody().front();
   unsigned rank = kernel.getRank();
@@ -356,8 +316,8 @@ void Collapser::merge(unsigned dim) {
   Value mergedExtent;
   if (ShapedType::isDynamic(product(domain[dim], domain[dim + 1])))
     mergedExtent =
-        arith::MulIOp::create(builder, loc, extentBefore(dim, builder),
-                              extentBefore(dim + 1, builder));
+        arith::MulIOp::create(builder, loc, extentBefore(kernel, dim, builder),
+                              extentBefore(kernel, dim + 1, builder));
   SmallVector<Value> dynamicDomain;
   unsigned seen = 0;
   for (auto [number, extent] : llvm::enumerate(domain)) {
@@ -381,7 +341,7 @@ void Collapser::merge(unsigned dim) {
         store = candidate;
     SmallVector<Value> sizes = reshapeSizes(original, [&](int64_t target) {
       auto index = cast<BlockArgument>(store.getIndices()[target]);
-      return extentBefore(index.getArgNumber(), builder);
+      return extentBefore(kernel, index.getArgNumber(), builder);
     });
     result.setType(merged(original, position));
     auto back = ReshapeOp::create(builder, loc, original, result, sizes);

@@ -16,6 +16,7 @@
 
 #include "Dialect/BrazeDialect.h"
 #include "Dialect/BrazeOps.h"
+#include "Transforms/KernelEdits.h"
 #include "Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -368,8 +369,11 @@ LogicalResult foldIntoKernel(KernelOp kernel, unsigned number) {
 /// sizes along its dim) by the pieces, each a kernel input of its own: a
 /// read of the concat reads every piece at the index clamped into it and
 /// selects the one the index falls in (the other reads stay in bounds).
-/// Fails, changing nothing, when the input is read other than by
-/// tensor.extract.
+/// Pieces of one size P (rotary embeddings' halves) are read at the index
+/// modulo P and selected by the index divided by P instead: no clamp, and
+/// braze-split-dims can make the two parts loops of their own, so that each
+/// piece is read along its rows. Fails, changing nothing, when the input is
+/// read other than by tensor.extract.
 LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
   auto concat = kernel.getInputs()[number].getDefiningOp<ConcatOp>();
   BlockArgument argument = kernel.getInputArgument(number);
@@ -395,6 +399,7 @@ LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
     pieces.push_back(body.addArgument(piece.getType(), kernel.getLoc()));
     kernel.getInputsMutable().append(piece);
   }
+  int64_t equalSize = llvm::all_equal(sizes) ? sizes.front() : 1;
   for (Operation *user : llvm::make_early_inc_range(argument.getUsers())) {
     auto extract = cast<tensor::ExtractOp>(user);
     OpBuilder builder(extract);
@@ -404,7 +409,9 @@ LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
     Value value;
     for (int64_t j = pieces.size() - 1; j >= 0; --j) {
       Value at;
-      if (sizes[j] == 1) {
+      if (equalSize > 1) {
+        at = index.rem(position, equalSize);
+      } else if (sizes[j] == 1) {
         at = index.constant(0);
       } else {
         at = j == 0 ? position
@@ -422,33 +429,19 @@ LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
         value = read;
         continue;
       }
-      Value inside = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt,
-                                           position, index.constant(offsets[j + 1]));
+      Value inside =
+          equalSize > 1
+              ? arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt,
+                                      index.div(position, equalSize),
+                                      index.constant(j + 1))
+              : arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt,
+                                      position, index.constant(offsets[j + 1]));
       value = arith::SelectOp::create(builder, loc, inside, read, value);
     }
     extract.replaceAllUsesWith(value);
     extract.erase();
   }
   return success();
-}
-
-/// Reads each value `kernel` takes as several inputs through the first
-/// (a max pool's windows all read its input; folded concats add the same
-/// pieces again): fewer arguments, which some targets cap.
-void mergeRepeatedInputs(KernelOp kernel) {
-  Block &body = kernel.getBody().front();
-  unsigned first = 2 * kernel.getRank();
-  for (unsigned number = kernel.getInputs().size(); number-- > 1;) {
-    Value input = kernel.getInputs()[number];
-    for (unsigned earlier = 0; earlier < number; ++earlier) {
-      if (kernel.getInputs()[earlier] != input)
-        continue;
-      body.getArgument(first + number).replaceAllUsesWith(body.getArgument(first + earlier));
-      body.eraseArgument(first + number);
-      kernel.getInputsMutable().erase(number);
-      break;
-    }
-  }
 }
 
 /// Folds kernel input `number` once: a view chain's first view, or a

@@ -188,6 +188,11 @@ class CStyleRenderer:
             symbol = WRAPPING_OPERATORS[name]
             if type_name(result_type) == "i1":
                 return f"({c_type})(({operands[0]} {symbol} {operands[1]}) & 1)"
+            if type_name(result_type) == "index":
+                # A position in a tensor, never near overflow: signed, so the
+                # C compiler sees a read at `i + 32` as contiguous in i (the
+                # unsigned form makes it a gather, which bf16 has none of).
+                return f"{operands[0]} {symbol} {operands[1]}"
             return f"({c_type})(({self.uint64}){operands[0]} {symbol} ({self.uint64}){operands[1]})"
         if name in DIVIDING:
             # b == 0 fails the kernel (PyTorch raises); INT_MIN / -1 wraps

@@ -395,7 +395,7 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
                          overlap_mode: str = "simple", overlap_machine: dict | None = None,
                          overlap_max_inflight_bytes: int = 0,
                          attention_blocks: tuple[int, int] | None = None, decode_rows: int = 0,
-                         half_products: bool = True) -> str:
+                         half_products: bool = True, split_dims: bool = True) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
@@ -408,7 +408,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     first, before any fusion takes the softmax's ops; `flash_attention`:
     braze-lower-attention after it (for targets whose emitters spell
     braze.flash_attention; "halves": f16/bf16 attentions too), with
-    `attention_blocks` = (q-block, kv-block) when given.
+    `attention_blocks` = (q-block, kv-block) when given. `split_dims`:
+    braze-split-dims before braze-collapse-dims.
     `bucket_bytes`: merge small all_reduces into buckets of at most that
     many bytes (braze-bucket-collectives, before fusion, so the concat and
     the slices fuse like any other op); 0 leaves each one alone.
@@ -423,8 +424,10 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
         fusion = (f"braze-epilogue-fusion{{{' '.join(epilogue_options)}}}," if epilogue_options
                   else "braze-epilogue-fusion,") + fusion
     layout = ",braze-channels-last" if channels_last else ""
-    collapse = ",braze-collapse-dims" if collapse_dims else ""
-    fold = ",braze-fold-layouts" if fold_layouts else ""
+    collapse = (",braze-split-dims" if split_dims else "") + (",braze-collapse-dims" if collapse_dims else "")
+    # braze-inline-kernels computes a kernel inside its reader where a folded
+    # layout op had kept braze-fuse-pointwise from fusing them (fusion too).
+    fold = (",braze-fold-layouts" + (",braze-inline-kernels" if fuse else "")) if fold_layouts else ""
     verify = "braze-verify-collective-order"
     buckets = f"braze-bucket-collectives{{bucket-bytes={bucket_bytes}}}," if bucket_bytes else ""
     overlap_options = []

@@ -39,6 +39,9 @@ class TargetOptions:
     channels_last: bool = True
     # Merge a kernel's short trailing dims into one loop (braze-collapse-dims).
     collapse_dims: bool = True
+    # Split a dim a kernel takes apart with / and % (a reshape's merged dim
+    # read through a permutation) into two loops (braze-split-dims).
+    split_dims: bool = True
     # Start collectives early and wait for them late, over independent
     # compute (braze-overlap).
     overlap: bool = True
@@ -223,6 +226,7 @@ class Target:
                                         flash_attention=(options.flash_attention and flash_attentions
                                                          and ("halves" if options.flash_attention_halves else True)),
                                         attention_blocks=self.attention_blocks,
+                                        split_dims=options.split_dims,
                                         decode_rows=self.decode_gemm_rows,
                                         half_products=options.epilogue_fusion_halves,
                                         bucket_bytes=options.bucket_bytes, overlap_mode=options.overlap_mode,

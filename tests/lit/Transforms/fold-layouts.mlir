@@ -295,6 +295,35 @@ func.func @concat_pieces(%a: tensor<4x3xf32>, %b: tensor<4x5xf32>) -> tensor<4x8
 
 // -----
 
+// Tests that a concat of pieces of one size (rotate_half's halves) is read
+// at the index modulo the size, the piece selected by the index divided by
+// it: no clamp, so braze-split-dims can make the two parts loops.
+// CHECK-LABEL: func.func @concat_halves
+// CHECK-SAME: (%[[A:.*]]: tensor<4x16xf32>, %[[B:.*]]: tensor<4x16xf32>)
+// CHECK: braze.kernel ins(%[[A]], %[[B]] : tensor<4x16xf32>, tensor<4x16xf32>) domain [4, 32]
+// CHECK: ^bb0(%[[I:.*]]: index, %[[J:.*]]: index, %{{.*}}: index, %{{.*}}: index, %[[PA:.*]]: tensor<4x16xf32>, %[[PB:.*]]: tensor<4x16xf32>):
+// CHECK-NOT: arith.maxsi
+// CHECK-NOT: arith.minsi
+// CHECK: %[[R:.*]] = arith.remsi %[[J]], %[[C16:.*]] : index
+// CHECK: %[[VB:.*]] = tensor.extract %[[PB]][%[[I]], %[[R]]]
+// CHECK: %[[R2:.*]] = arith.remsi %[[J]], %{{.*}} : index
+// CHECK: %[[VA:.*]] = tensor.extract %[[PA]][%[[I]], %[[R2]]]
+// CHECK: %[[Q:.*]] = arith.divsi %[[J]], %{{.*}} : index
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[Q]], %{{.*}} : index
+// CHECK: %[[V:.*]] = arith.select %[[IN]], %[[VA]], %[[VB]] : f32
+func.func @concat_halves(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>) -> tensor<4x32xf32> {
+  %c = braze.concat %a, %b dim 1 : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x32xf32>
+  %y = braze.kernel ins(%c : tensor<4x32xf32>) domain [4, 32] reduce [] : tensor<4x32xf32> {
+  ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<4x32xf32>):
+    %v = tensor.extract %t[%i, %j] : tensor<4x32xf32>
+    %e = math.exp %v : f32
+    braze.store %e, 0 [%i, %j] : f32
+  }
+  return %y : tensor<4x32xf32>
+}
+
+// -----
+
 // Tests a max pool's padding: a concat of a concat, their -inf pieces
 // expanded constants. The kernel reads the input and the constant itself
 // (the expands folded too; the constant once, though both concats have
