@@ -1,7 +1,8 @@
 """MSL compiled as C++ against a small shim header (`metal_stdlib` here) and
 run on the CPU: the Metal target's check on machines without Apple's
 compiler and GPU. Each threadgroup is emulated by real threads (one per
-Metal thread) that meet at a real barrier; groups run one after another.
+Metal thread) that meet at a real barrier; groups run one after another, on
+the same threads (started once per launch).
 SIMD-group shuffles (a warp tree's) exchange values through slots that the
 32 threads of each SIMD group share, between two barriers of their own.
 docs/targets.md says what this proves and what it does not."""
@@ -20,6 +21,8 @@ SHIM = Path(__file__).parent
 
 _HARNESS_HEAD = """#include "metal_stdlib"
 #include <barrier>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 static thread_local std::barrier<>* bz_group_barrier = nullptr;
@@ -65,22 +68,30 @@ def harness(shapes: dict[str, tuple[int, int]]) -> str:
 extern "C" void {name}({pointers}, const int64_t*, int*, uint, uint);
 extern "C" int bz_run_{name}(void* const* buffers, const int64_t* sizes, int64_t groups) {{
   int failed = 0;
-  for (int64_t group = 0; group < groups; ++group) {{
-    std::barrier<> meeting({threads});
-    std::vector<bz_simd_group> simd_groups({-(-threads // 32)});
-    std::vector<std::thread> threads;
-    for (uint thread = 0; thread < {threads}; ++thread)
-      threads.emplace_back([&, thread] {{
-        bz_group_barrier = &meeting;
+  // Each group's barriers are new: a thread that returned early (past the
+  // last point) drops out of them. They are made once every thread is done
+  // with the group before, as the step between groups completes.
+  std::optional<std::barrier<>> meeting;
+  std::unique_ptr<bz_simd_group[]> simd_groups;
+  auto next_group = [&]() noexcept {{
+    meeting.emplace({threads});
+    simd_groups.reset(new bz_simd_group[{-(-threads // 32)}]);
+  }};
+  std::barrier between({threads}, next_group);
+  std::vector<std::thread> threads;
+  for (uint thread = 0; thread < {threads}; ++thread)
+    threads.emplace_back([&, thread] {{
+      for (int64_t group = 0; group < groups; ++group) {{
+        between.arrive_and_wait();
+        bz_group_barrier = &*meeting;
         bz_simd = &simd_groups[thread / 32];
         bz_lane = thread % 32;
         {name}({arguments}, sizes, &failed, thread, (uint)group);
-        // A thread that returned early (past the last point) no longer takes part.
-        meeting.arrive_and_drop();
+        meeting->arrive_and_drop();
         bz_simd->meeting.arrive_and_drop();
-      }});
-    for (auto& t : threads) t.join();
-  }}
+      }}
+    }});
+  for (auto& t : threads) t.join();
   return failed;
 }}""")
     return "\n".join(parts) + "\n"
