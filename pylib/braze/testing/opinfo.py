@@ -8,6 +8,10 @@ Each sample ends as one of:
   argument it does not handle), which is the promised behaviour;
 - "error": braze failed with an internal error (a bug, always);
 - "untraceable": torch.export itself cannot capture the sample.
+
+A backend is "reference", a target's name (compiled and run), or a
+target's name with ":build" (its kernels compiled, not run: a GPU
+target's compiler where no GPU is): there "pass" means the kernels built.
 """
 
 from __future__ import annotations
@@ -90,6 +94,22 @@ TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-7, 1e-7),
               torch.float16: (2e-3, 1e-3), torch.bfloat16: (2e-2, 1e-2)}
 
 
+BUILD_ONLY = ":build"
+
+
+def _build(program, target_name: str) -> None:
+    """The program's kernels emitted for `target_name` and compiled by its
+    toolchain (a refusal before the compiler is a BrazeError too)."""
+    from braze import target as targets
+    from braze.testing.kernels import kernel_form
+
+    chosen = targets.get(target_name)
+    options = chosen.options()
+    _, kernels = kernel_form(program.module, chosen.pipeline(options))
+    if kernels:
+        chosen.compile_artifact(chosen.emit(kernels, options), options)
+
+
 def _runner(program, backend: str):
     """The exported program run by `backend`: "reference" or a target's name."""
     if backend == "reference":
@@ -138,6 +158,12 @@ def run_sample(info, sample, dtype, backends=("reference",), index: int = 0) -> 
 
 def _run_backend(program, tensors, expected, result: SampleResult) -> SampleResult:
     """`result` with the outcome of running `program` on its backend."""
+    if result.backend.endswith(BUILD_ONLY):
+        try:
+            _build(program, result.backend.removesuffix(BUILD_ONLY))
+        except braze.BrazeError as error:
+            return dataclasses.replace(result, outcome="error", detail=error.message.splitlines()[0][:300])
+        return result
     try:
         runner = _runner(program, result.backend)
     except braze.BrazeError as error:  # the reference ran it: a backend gap
