@@ -58,11 +58,13 @@ class CompilerLog:
 def logging_compiler(tmp_path, monkeypatch, private_cache):
     """$CXX that records every compilation in a log, then runs the real
     compiler (`--version` for the cache key and `-fsyntax-only` flag probes,
-    asked once per process, are not compilations), over a private cache.
-    Child processes inherit it."""
+    asked once per process, and the prelude's precompilation, once per
+    cache, are not compilations), over a private cache. Child processes
+    inherit it."""
     log = tmp_path / "compiler.log"
     wrapper = tmp_path / "cxx"
-    wrapper.write_text(f'#!/bin/sh\ncase "$*" in --version|*-fsyntax-only*) ;; *) echo run >> "{log}" ;; esac\n'
+    wrapper.write_text(f'#!/bin/sh\ncase "$*" in --version|*-fsyntax-only*|*c++-header*) ;; '
+                       f'*) echo run >> "{log}" ;; esac\n'
                        'exec c++ "$@"\n')
     wrapper.chmod(0o755)
     monkeypatch.setenv("CXX", str(wrapper))

@@ -1,5 +1,6 @@
 """The on-disk cache of compiled C++: hits, concurrency, corruption, errors."""
 
+import ctypes
 import subprocess
 import sys
 import textwrap
@@ -111,3 +112,30 @@ def test_missing_compiler(tmp_path, monkeypatch):
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
     with pytest.raises((braze.BrazeError, OSError)):
         NativeCache(tmp_path / "cache").load(SOURCE)
+
+
+PRELUDE = '#include <cmath>\nstatic inline float twice(float x) { return 2 * x; }\n'
+
+
+def test_a_source_beginning_with_the_prelude_builds_on_its_precompiled_form(tmp_path):
+    from braze.runtime.native_cache import DEFAULT_FLAGS, PreludeToolchain
+
+    def cache():
+        return NativeCache(tmp_path / "cache", toolchain=PreludeToolchain(DEFAULT_FLAGS, PRELUDE, tmp_path / "cache"))
+
+    first = PRELUDE + 'extern "C" float f(float x) { return twice(std::sqrt(x)); }\n'
+    library = cache().load(first)
+    library.f.restype, library.f.argtypes = ctypes.c_float, [ctypes.c_float]
+    assert library.f(16.0) == 8.0
+    (precompiled,) = (tmp_path / "cache" / "prelude").glob("*/prelude.h.gch")
+    built_at = precompiled.stat().st_mtime_ns
+    # Another source reuses it; the kept source is the whole text.
+    second = PRELUDE + 'extern "C" int g() { return (int)twice(21); }\n'
+    assert cache().load(second).g() == 42
+    assert precompiled.stat().st_mtime_ns == built_at
+    assert cache().source_path(second).read_text() == second
+    # A compile error names the kept source and its own line, not the rest's.
+    broken = PRELUDE + 'extern "C" int h() { return undefined_name; }\n'
+    with pytest.raises(braze.BrazeError) as caught:
+        cache().load(broken)
+    assert f"{cache().source_path(broken)}:3" in caught.value.message and "undefined_name" in caught.value.message

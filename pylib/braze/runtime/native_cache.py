@@ -121,6 +121,57 @@ class Toolchain:
             return None
 
 
+class PreludeToolchain(Toolchain):
+    """The host C++ compiler with `prelude`, the text every generated source
+    begins with (the kernels' helpers and the standard headers they
+    include), precompiled once per cache directory, compiler and flags: a
+    source that begins with it is built from the rest, with the prelude
+    included from its precompiled form (g++ reads `prelude.h.gch` beside
+    `prelude.h`; a compiler that cannot use it parses the text). Parsing the
+    prelude was most of a small kernel's build (0.14 s of which 0.09 s). A
+    build that fails this way is run again the plain way, so that the
+    compiler's messages name the kept source's lines."""
+
+    def __init__(self, flags, prelude: str, directory: Path):
+        super().__init__(flags)
+        self.prelude = prelude
+        self.directory = Path(directory)
+
+    def run(self, source: Path, output: Path, entry: Path) -> None:
+        text = source.read_text()
+        header = self._header() if text.startswith(self.prelude) else None
+        if header is not None:
+            rest = output.with_name("rest.cpp")
+            rest.write_text(text[len(self.prelude):])
+            command = shlex.split(compiler()) + [*self.flags, "-include", str(header), str(rest), "-o", str(output)]
+            if subprocess.run(command, capture_output=True).returncode == 0:
+                return
+        super().run(source, output, entry)
+
+    def _header(self) -> Path | None:
+        """The prelude's header, its precompiled form beside it; None when
+        the compiler does not precompile it."""
+        key = hashlib.sha256(f"{self.identity()}\0{self.prelude}".encode()).hexdigest()
+        folder = self.directory / "prelude" / key[:32]
+        header, compiled = folder / "prelude.h", folder / "prelude.h.gch"
+        if compiled.exists():
+            return header
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if compiled.exists():  # another process built it while this one waited
+                return header
+            _write_atomically(header, self.prelude.encode())
+            with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as scratch:
+                partial = Path(scratch) / compiled.name
+                flags = [flag for flag in self.flags if flag != "-shared"]
+                command = shlex.split(compiler()) + [*flags, "-x", "c++-header", str(header), "-o", str(partial)]
+                if subprocess.run(command, capture_output=True).returncode != 0:
+                    return None
+                os.replace(partial, compiled)
+        return header
+
+
 class NativeCache:
     """Builds and loads artifacts through one toolchain (by default C++ to a
     shared library); counts compiler runs (for tests and for reporting cold

@@ -41,9 +41,12 @@ class CpuTarget(Target):
         return super().pipeline(options) + tune
 
     def _cache(self, options: TargetOptions):
-        from braze.runtime.native_cache import NativeCache
+        from braze.codegen.cpp.emitter import PRELUDE
+        from braze.runtime.native_cache import NativeCache, PreludeToolchain, cache_dir
 
-        return NativeCache(directory=options.cache_dir, flags=compile_flags(), salt=options.key())
+        directory = options.cache_dir or cache_dir()
+        return NativeCache(directory=directory, salt=options.key(),
+                           toolchain=PreludeToolchain(compile_flags(), PRELUDE, directory))
 
     def build(self, unit: Unit, options: TargetOptions) -> Built:
         from braze.runtime.cpu import CpuKernels
