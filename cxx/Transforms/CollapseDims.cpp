@@ -405,15 +405,7 @@ struct BrazeCollapseDimsPass
       numCollapsed += collapser.run();
       numSqueezed += collapser.squeezed;
     });
-    // Merging twice reshapes twice: each reshape reads the first one's
-    // input instead (only the row-major order matters), so the program
-    // makes one view per tensor, not a chain.
-    for (ReshapeOp reshape : reshapes)
-      if (auto inner = reshape.getInput().getDefiningOp<ReshapeOp>())
-        reshape.getInputMutable().assign(inner.getInput());
-    for (ReshapeOp reshape : llvm::reverse(reshapes))
-      if (reshape->use_empty())
-        reshape->erase();
+    shortenReshapeChains(reshapes); // (merging twice reshapes twice)
   }
 };
 } // namespace

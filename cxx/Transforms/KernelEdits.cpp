@@ -43,6 +43,15 @@ Value extentBefore(KernelOp kernel, unsigned dim, OpBuilder &builder) {
                                                   ShapedType::isDynamic)];
 }
 
+void shortenReshapeChains(ArrayRef<ReshapeOp> reshapes) {
+  for (ReshapeOp reshape : reshapes)
+    if (auto first = reshape.getInput().getDefiningOp<ReshapeOp>())
+      reshape.getInputMutable().assign(first.getInput());
+  for (ReshapeOp reshape : llvm::reverse(reshapes))
+    if (reshape->use_empty())
+      reshape->erase();
+}
+
 void mergeRepeatedInputs(KernelOp kernel) {
   Block &body = kernel.getBody().front();
   unsigned first = 2 * kernel.getRank();

@@ -34,6 +34,12 @@ mlir::Value sizeBefore(mlir::Value tensor, int64_t position,
 mlir::Value extentBefore(KernelOp kernel, unsigned dim,
                          mlir::OpBuilder &builder);
 
+/// Makes each of `reshapes` (made by a pass, in order) that reads another
+/// reshape read that one's input instead (only the row-major order matters),
+/// so that reshaping twice makes one view per tensor, not a chain; erases
+/// the reshapes nothing reads any more.
+void shortenReshapeChains(llvm::ArrayRef<ReshapeOp> reshapes);
+
 /// Reads each value `kernel` takes as several inputs through the first
 /// (a max pool's windows all read its input; folded concats add the same
 /// pieces again): fewer arguments, which some targets cap.

@@ -285,14 +285,7 @@ struct BrazeSplitDimsPass
     getOperation().walk([&](KernelOp kernel) {
       numSplit += Splitter(kernel, minInner, reshapes).run();
     });
-    // Splitting twice reshapes twice: each reshape reads the first one's
-    // input instead, so the program makes one view per tensor.
-    for (ReshapeOp reshape : reshapes)
-      if (auto first = reshape.getInput().getDefiningOp<ReshapeOp>())
-        reshape.getInputMutable().assign(first.getInput());
-    for (ReshapeOp reshape : llvm::reverse(reshapes))
-      if (reshape->use_empty())
-        reshape->erase();
+    shortenReshapeChains(reshapes); // (splitting twice reshapes twice)
   }
 };
 } // namespace
