@@ -130,7 +130,8 @@ class PreludeToolchain(Toolchain):
     `prelude.h`; a compiler that cannot use it parses the text). Parsing the
     prelude was most of a small kernel's build (0.14 s of which 0.09 s). A
     build that fails this way is run again the plain way, so that the
-    compiler's messages name the kept source's lines."""
+    compiler's messages name the kept source's lines; a compiler that fails
+    to precompile the prelude builds every source plainly, asked once."""
 
     def __init__(self, flags, prelude: str, directory: Path):
         super().__init__(flags)
@@ -154,19 +155,22 @@ class PreludeToolchain(Toolchain):
         key = hashlib.sha256(f"{self.identity()}\0{self.prelude}".encode()).hexdigest()
         folder = self.directory / "prelude" / key[:32]
         header, compiled = folder / "prelude.h", folder / "prelude.h.gch"
-        if compiled.exists():
-            return header
+        refused = folder / "refused"  # the compiler failed to precompile it: not asked again
+        if compiled.exists() or refused.exists():
+            return header if compiled.exists() else None
         folder.mkdir(parents=True, exist_ok=True)
         with open(folder / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if compiled.exists():  # another process built it while this one waited
-                return header
+            if compiled.exists() or refused.exists():  # another process decided while this one waited
+                return header if compiled.exists() else None
             _write_atomically(header, self.prelude.encode())
             with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as scratch:
                 partial = Path(scratch) / compiled.name
                 flags = [flag for flag in self.flags if flag != "-shared"]
                 command = shlex.split(compiler()) + [*flags, "-x", "c++-header", str(header), "-o", str(partial)]
-                if subprocess.run(command, capture_output=True).returncode != 0:
+                run = subprocess.run(command, capture_output=True, text=True)
+                if run.returncode != 0:
+                    _write_atomically(refused, (run.stderr or run.stdout).encode())
                     return None
                 os.replace(partial, compiled)
         return header
