@@ -52,7 +52,7 @@ def parse(text: str, source_name: str = "<string>") -> Module:
     """
     if not isinstance(text, str):
         raise TypeError(f"braze.parse expects the IR as str, got {type(text).__name__}")
-    module, diagnostics = _braze.parse_module(ir.Context(), text, source_name)
+    module, diagnostics = _braze.parse_module(_native.new_context(), text, source_name)
     if module is None:
         raise BrazeError(f"cannot parse {source_name}", map(Diagnostic.from_tuple, diagnostics))
     return Module(module)

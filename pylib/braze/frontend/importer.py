@@ -18,6 +18,7 @@ import torch.fx as fx
 from mlir import ir
 from mlir.dialects import func
 
+from braze._native import new_context
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.builder import Builder
@@ -177,7 +178,7 @@ def import_graph(
     none_outputs = [i for i, r in enumerate(results) if r is None]
     results = [r for r in results if r is not None]
 
-    context = ir.Context()
+    context = new_context("func", "arith", "tensor", "braze")  # the ops the importer builds
     with context, ir.Location.unknown():
         module = ir.Module.create()
         used = free_symbols([n.meta["val"] for n in args])

@@ -9,6 +9,7 @@ from typing import Callable
 
 from mlir import ir, passmanager
 
+from braze._native import new_context
 from braze.errors import BrazeError
 
 _PASS_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
@@ -35,7 +36,7 @@ _passes: dict[str, PythonPass] = {}
 
 def _is_native_pass(name: str) -> bool:
     try:
-        passmanager.PassManager.parse(f"builtin.module({name})", context=ir.Context())
+        passmanager.PassManager.parse(f"builtin.module({name})", context=new_context())
     except ValueError:
         return False
     return True
