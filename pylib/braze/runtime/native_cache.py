@@ -154,26 +154,35 @@ class PreludeToolchain(Toolchain):
         the compiler does not precompile it."""
         key = hashlib.sha256(f"{self.identity()}\0{self.prelude}".encode()).hexdigest()
         folder = self.directory / "prelude" / key[:32]
-        header, compiled = folder / "prelude.h", folder / "prelude.h.gch"
-        refused = folder / "refused"  # the compiler failed to precompile it: not asked again
-        if compiled.exists() or refused.exists():
-            return header if compiled.exists() else None
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if compiled.exists() or refused.exists():  # another process decided while this one waited
-                return header if compiled.exists() else None
-            _write_atomically(header, self.prelude.encode())
-            with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as scratch:
-                partial = Path(scratch) / compiled.name
-                flags = [flag for flag in self.flags if flag != "-shared"]
-                command = shlex.split(compiler()) + [*flags, "-x", "c++-header", str(header), "-o", str(partial)]
-                run = subprocess.run(command, capture_output=True, text=True)
-                if run.returncode != 0:
-                    _write_atomically(refused, (run.stderr or run.stdout).encode())
-                    return None
-                os.replace(partial, compiled)
-        return header
+        flags = [flag for flag in self.flags if flag != "-shared"]
+        compiled = built_once(folder, "prelude.h", self.prelude, "prelude.h.gch", lambda header, output: (
+            shlex.split(compiler()) + [*flags, "-x", "c++-header", str(header), "-o", str(output)]))
+        return folder / "prelude.h" if compiled else None
+
+
+def built_once(folder: Path, source_name: str, text: str, product_name: str, command) -> Path | None:
+    """`folder/product_name`, built once per folder (other processes wait on
+    its lock) from `text`, written to `folder/source_name`, by the compiler
+    command `command(source, output)`; None when the compiler fails, which
+    is then not asked again (a `refused` file keeps its message)."""
+    product, refused = folder / product_name, folder / "refused"
+    if product.exists() or refused.exists():
+        return product if product.exists() else None
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if product.exists() or refused.exists():  # another process decided while this one waited
+            return product if product.exists() else None
+        source = folder / source_name
+        _write_atomically(source, text.encode())
+        with tempfile.TemporaryDirectory(dir=folder, prefix="build-") as scratch:
+            partial = Path(scratch) / product_name
+            run = subprocess.run(command(source, partial), capture_output=True, text=True)
+            if run.returncode != 0:
+                _write_atomically(refused, (run.stderr or run.stdout).encode())
+                return None
+            os.replace(partial, product)
+    return product
 
 
 class NativeCache:

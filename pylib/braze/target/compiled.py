@@ -317,9 +317,10 @@ class MetalTarget(CompileOnlyTarget):
 
 
     def toolchain(self, options, unit: Unit) -> Toolchain:
+        from braze.runtime.native_cache import cache_dir
         from braze.target.metal_shim import MetalShimToolchain
 
-        return MetalShimToolchain(unit)
+        return MetalShimToolchain(unit, options.cache_dir or cache_dir())
 
     def build(self, unit: Unit, options) -> Built:
         """Here: the kernels run in the C++ shim on the CPU (an emulation

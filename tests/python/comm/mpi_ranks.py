@@ -1,6 +1,7 @@
 """Run by mpirun from test_adapters.py: every collective over the mpi backend."""
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -29,3 +30,6 @@ if failures:
 assert workers.async_overlap(comm, rank, world)
 print("MPI-RANK-OK", flush=True)
 comm.close()
+MPI.COMM_WORLD.Barrier()  # both ranks are done with the store (a failed run keeps it)
+if rank == 0:
+    shutil.rmtree(path)
