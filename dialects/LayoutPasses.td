@@ -42,7 +42,13 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
     - a GEMM operand that a BLAS cannot read in place (no strided view has
       its layout, or neither matrix dim has unit stride), and any other
       reshape that would copy, becomes one copy `braze.kernel` that reads
-      the view's source through its index map.
+      the view's source through its index map;
+    - a concat that something other than a kernel reads whole (a graph
+      output, attention's keys and values: a KV cache grown by one step)
+      becomes one copy `braze.kernel` reading its pieces as above, where
+      every shape is static and it has at most `max-copied-pieces` pieces
+      (each costs every element a select); torch's cat would copy on one
+      thread.
 
     Views and concats nothing reads any more are erased. A reshape whose dims do not
     split into groups of equal size (or whose dynamic dims do not map one to
@@ -69,6 +75,8 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
   let options = [
     Option<"remarks", "remarks", "bool", "false",
            "Emit a remark for each batched product, copy kernel and layout left as is">,
+    Option<"maxCopiedPieces", "max-copied-pieces", "int64_t", "4",
+           "The most pieces a concat read whole may have to become a copy kernel">,
   ];
   let statistics = [
     Statistic<"numFoldedViews", "folded-views",

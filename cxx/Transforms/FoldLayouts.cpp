@@ -672,13 +672,52 @@ struct FoldLayoutsPass
     }
   }
 
+  /// Concats still read whole once kernels read the pieces they could (by a
+  /// graph output, attention's keys and values: a KV cache grown by a
+  /// step), whose pieces a copy kernel can read: static shapes, at most
+  /// maxCopiedPieces pieces (each costs every element a select).
+  SmallVector<ConcatOp> concatsToCopy(func::FuncOp func) {
+    SmallVector<ConcatOp> concats;
+    func.walk([&](ConcatOp concat) {
+      // A concat only concats read folds into their copy kernels.
+      if (llvm::all_of(concat->getUsers(),
+                       [](Operation *user) { return isa<ConcatOp>(user); }))
+        return;
+      if (static_cast<int64_t>(concat.getInputs().size()) > maxCopiedPieces ||
+          !typeOf(concat.getResult()).hasStaticShape() ||
+          !llvm::all_of(concat.getInputs(), [](Value piece) {
+            return typeOf(piece).hasStaticShape();
+          })) {
+        remark(concat, "still read whole, but no copy kernel makes it (a "
+                       "dynamic shape, or more than " +
+                           Twine(maxCopiedPieces) + " pieces): left as is");
+        return;
+      }
+      concats.push_back(concat);
+    });
+    return concats;
+  }
+
+  /// One copy kernel, reading the concat's pieces, makes the concat for
+  /// its readers: torch's cat copies on one thread.
+  void copyConcat(ConcatOp concat) {
+    OpBuilder builder(concat);
+    builder.setInsertionPointAfter(concat);
+    Value copy = copyKernel(builder, concat.getLoc(), concat.getResult());
+    concat.getResult().replaceAllUsesExcept(copy, copy.getDefiningOp());
+    ++numCopyKernels;
+    remark(concat, "still read whole: one copy kernel reads its " +
+                       Twine(concat.getInputs().size()) + " pieces");
+  }
+
   void runOnOperation() override {
     // 1. Batched products whose merged batch would copy read strided views
     //    over the batch dims instead.
     // 2. Kernels read views' sources through index maps, and concats'
     //    pieces through selects.
-    // 3. GEMM operands a BLAS cannot read in place, and every other reshape
-    //    that would copy, become copy kernels.
+    // 3. GEMM operands a BLAS cannot read in place, every other reshape
+    //    that would copy, and concats read whole by something other than a
+    //    kernel become copy kernels.
     // 4. Concats and views nothing reads any more are erased.
     func::FuncOp func = getOperation();
     SmallVector<BmmOp> products;
@@ -712,6 +751,8 @@ struct FoldLayoutsPass
       remark(reshape, "no strided view has this shape: one copy kernel "
                       "makes it");
     }
+    for (ConcatOp concat : concatsToCopy(func))
+      copyConcat(concat);
     // Concats every reader of which now reads their pieces, and views
     // (readers first: a concat of a concat, a view of a view).
     SmallVector<Operation *> views;

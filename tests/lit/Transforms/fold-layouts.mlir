@@ -357,16 +357,18 @@ func.func @padding(%x: tensor<4x8xf32>) -> tensor<5x9xf32> {
 // -----
 
 // Tests that a concat with a piece of dynamic size along its dim (offsets
-// unknown here) stays, and that one also returned stays for the return
-// while the kernel reads its pieces.
+// unknown here) stays, and that one also returned becomes a copy kernel for
+// the return while the other kernel reads its pieces.
 // CHECK-LABEL: func.func @concat_kept
 // CHECK-SAME: (%[[A:.*]]: tensor<4x?xf32>, %[[B:.*]]: tensor<4x3xf32>
 // CHECK: %[[D:.*]] = braze.concat %[[A]], %[[B]] dim 1
 // CHECK: braze.kernel ins(%[[D]] : tensor<4x?xf32>)
-// CHECK: %[[R:.*]] = braze.concat %[[B]], %[[B]] dim 0
+// CHECK-NOT: braze.concat
+// CHECK: %[[R:.*]] = braze.kernel ins(%[[B]] : tensor<4x3xf32>) domain [8, 3]
 // CHECK: braze.kernel ins(%[[B]] : tensor<4x3xf32>) domain [8, 3]
 // CHECK: return %{{.*}}, %{{.*}}, %[[R]]
 func.func @concat_kept(%a: tensor<4x?xf32>, %b: tensor<4x3xf32>, %n: index) -> (tensor<4x?xf32>, tensor<8x3xf32>, tensor<8x3xf32>) {
+  // expected-remark @+1 {{still read whole, but no copy kernel makes it (a dynamic shape, or more than 4 pieces): left as is}}
   %d = braze.concat %a, %b dim 1 : tensor<4x?xf32>, tensor<4x3xf32> -> tensor<4x?xf32>
   %y = braze.kernel ins(%d : tensor<4x?xf32>) domain [4, %n] reduce [] : tensor<4x?xf32> {
   ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<4x?xf32>):
@@ -374,6 +376,7 @@ func.func @concat_kept(%a: tensor<4x?xf32>, %b: tensor<4x3xf32>, %n: index) -> (
     %e = math.exp %v : f32
     braze.store %e, 0 [%i, %j] : f32
   }
+  // expected-remark @+1 {{still read whole: one copy kernel reads its 2 pieces}}
   %r = braze.concat %b, %b dim 0 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<8x3xf32>
   %z = braze.kernel ins(%r : tensor<8x3xf32>) domain [8, 3] reduce [] : tensor<8x3xf32> {
   ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<8x3xf32>):
@@ -382,4 +385,39 @@ func.func @concat_kept(%a: tensor<4x?xf32>, %b: tensor<4x3xf32>, %n: index) -> (
     braze.store %e, 0 [%i, %j] : f32
   }
   return %y, %z, %r : tensor<4x?xf32>, tensor<8x3xf32>, tensor<8x3xf32>
+}
+
+// -----
+
+// Tests a KV cache grown by one step and returned: the concat, read whole,
+// becomes one copy kernel reading the past and the new row (clamped and
+// selected); no concat is left.
+// CHECK-LABEL: func.func @kv_cache_step
+// CHECK-SAME: (%[[PAST:.*]]: tensor<2x3x8x4xf32>, %[[NEW:.*]]: tensor<2x3x1x4xf32>)
+// CHECK-NOT: braze.concat
+// CHECK: %[[C:.*]] = braze.kernel ins(%[[PAST]], %[[NEW]] : tensor<2x3x8x4xf32>, tensor<2x3x1x4xf32>) domain [2, 3, 9, 4]
+// CHECK: arith.minsi
+// CHECK: arith.select
+// CHECK-NOT: braze.concat
+// CHECK: return %[[C]]
+func.func @kv_cache_step(%past: tensor<2x3x8x4xf32>, %new: tensor<2x3x1x4xf32>) -> tensor<2x3x9x4xf32> {
+  // expected-remark @+1 {{still read whole: one copy kernel reads its 2 pieces}}
+  %c = braze.concat %past, %new dim 2 : tensor<2x3x8x4xf32>, tensor<2x3x1x4xf32> -> tensor<2x3x9x4xf32>
+  return %c : tensor<2x3x9x4xf32>
+}
+
+// -----
+
+// Tests concats no copy kernel makes: a dynamic past (a cache whose length
+// is a symbol), and more pieces than max-copied-pieces (4). Both stay.
+// CHECK-LABEL: func.func @concats_left
+// CHECK: braze.concat
+// CHECK: braze.concat
+// CHECK-NOT: braze.kernel
+func.func @concats_left(%past: tensor<2x?x4xf32>, %new: tensor<2x1x4xf32>, %a: tensor<2x4xf32>) -> (tensor<2x?x4xf32>, tensor<10x4xf32>) {
+  // expected-remark @+1 {{still read whole, but no copy kernel makes it (a dynamic shape, or more than 4 pieces): left as is}}
+  %c = braze.concat %past, %new dim 1 : tensor<2x?x4xf32>, tensor<2x1x4xf32> -> tensor<2x?x4xf32>
+  // expected-remark @+1 {{still read whole, but no copy kernel makes it (a dynamic shape, or more than 4 pieces): left as is}}
+  %d = braze.concat %a, %a, %a, %a, %a dim 0 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<10x4xf32>
+  return %c, %d : tensor<2x?x4xf32>, tensor<10x4xf32>
 }
