@@ -33,6 +33,23 @@ def private_cache(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def refusing_compiler(tmp_path, monkeypatch):
+    """`refuse(pattern)` makes $CXX fail every command line that contains
+    `pattern` (one line in the returned log each time) and run the real
+    compiler on the rest. Child processes inherit it."""
+    def refuse(pattern: str):
+        log = tmp_path / "refused.log"
+        wrapper = tmp_path / "refusing-cxx"
+        wrapper.write_text(f'#!/bin/sh\ncase "$*" in *{pattern}*) echo refused >> "{log}"; exit 1 ;; esac\n'
+                           'exec c++ "$@"\n')
+        wrapper.chmod(0o755)
+        monkeypatch.setenv("CXX", str(wrapper))
+        return log
+
+    return refuse
+
+
+@pytest.fixture
 def clean_registry():
     """Removes the Python passes a test registers."""
     from braze.passes import registry

@@ -141,18 +141,14 @@ def test_a_source_beginning_with_the_prelude_builds_on_its_precompiled_form(tmp_
     assert f"{cache().source_path(broken)}:3" in caught.value.message and "undefined_name" in caught.value.message
 
 
-def test_a_compiler_that_cannot_precompile_the_prelude_builds_plainly_and_is_not_asked_again(tmp_path, monkeypatch):
+def test_a_compiler_that_cannot_precompile_the_prelude_builds_plainly_and_is_not_asked_again(tmp_path,
+                                                                                             refusing_compiler):
     from braze.runtime.native_cache import DEFAULT_FLAGS, PreludeToolchain
 
-    log = tmp_path / "headers.log"
-    wrapper = tmp_path / "cxx"
-    wrapper.write_text(f'#!/bin/sh\ncase "$*" in *c++-header*) echo header >> "{log}"; exit 1 ;; esac\n'
-                       'exec c++ "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setenv("CXX", str(wrapper))
+    log = refusing_compiler("c++-header")
     for number in range(2):
         cache = NativeCache(tmp_path / "cache", toolchain=PreludeToolchain(DEFAULT_FLAGS, PRELUDE, tmp_path / "cache"))
         source = PRELUDE + f'extern "C" int g() {{ return (int)twice({number}); }}\n'
         assert cache.load(source).g() == 2 * number
-    assert log.read_text().splitlines() == ["header"]
+    assert log.read_text().splitlines() == ["refused"]
     assert not list((tmp_path / "cache" / "prelude").glob("*/prelude.h.gch"))
