@@ -23,7 +23,7 @@ def test_the_runtime_is_compiled_once_per_cache(private_cache):
 
 
 def test_a_compiler_that_cannot_compile_the_runtime_alone_compiles_it_with_each_kernel(private_cache,
-                                                                                         refusing_compiler):
+                                                                                       refusing_compiler):
     log = refusing_compiler("-fvisibility=hidden")
     _run(private_cache, 2.0)
     _run(private_cache, 3.0)
