@@ -19,9 +19,8 @@ Two forms, chosen from the shape (measured: docs/cpu.md):
 * GEMV (a static M of at most `GEMV_ROWS`, one in `GEMV_HALF_ROWS` for
   bf16/f16 weights: decode shapes): each row of the weight is read once
   for all M rows of the input, a few weight rows at a time, the threads
-  splitting N, and the epilogue runs per element; with row statistics the
-  dot products go to a buffer and a second pass runs the epilogue over
-  whole rows.
+  splitting N; the dot products go to a buffer and a second pass runs the
+  epilogue (and the row statistics) over whole rows, vectorised.
 """
 
 from __future__ import annotations
@@ -526,32 +525,27 @@ class GemmRenderer:
 
     def _gemv(self, rows: int) -> list[str]:
         """Decode shapes: every weight element read once, for all `rows` rows.
-        Without row statistics the epilogue runs on each dot product as it
-        is made; with them the dot products (rows x N floats per batch) go
-        to a buffer, and a second pass runs the epilogue over whole rows."""
+        The dot products (rows x N floats per batch) go to a buffer, and a
+        second pass runs the epilogue over whole rows, vectorised: run on
+        each dot product as it was made, it stayed scalar, and a SiLU or
+        GELU epilogue cost 0.1-0.2 ms of a 1.1 ms bf16 GEMV (5632 x 2048,
+        M = 4, 2 threads); the buffer costs a few microseconds."""
         a = self.a
         n = f"n{a.n}"
         load_a = self._matrix_load(0, "lhs[kk * lda + row]" if a.transpose_lhs else "lhs[row * lda + kk]")
         dot = "sums[g][row]" if a.transpose_rhs else "part[row][c]"
-        if a.kinds:
-            finish = [f"acc[(batch * {rows} + i{a.m}) * {n} + i{a.n}] = {dot};"]
-        else:
-            lines, yielded = self._element(dot)
-            finish = lines + self._stores(yielded)
+        finish = [f"acc[(batch * {rows} + i{a.m}) * {n} + i{a.n}] = {dot};"]
         batches = " * ".join(f"n{d}" for d in range(a.batch)) or "1"
-        out = [f"  const int64_t batches = {batches};"]
-        if a.kinds:
-            size = f"std::max<int64_t>(1, batches * {rows} * {n})"
-            out.append(f"  float* acc = (float*)std::malloc(sizeof(float) * {size});")
+        size = f"std::max<int64_t>(1, batches * {rows} * {n})"
+        out = [f"  const int64_t batches = {batches};",
+               f"  float* acc = (float*)std::malloc(sizeof(float) * {size});"]
         products = self._gemv_transposed if a.transpose_rhs else self._gemv_row_major
         out += products(rows, load_a, finish)
-        if a.kinds:
-            out += self._gemv_rows(rows)
-        return out
+        return out + self._gemv_rows(rows)
 
     def _gemv_rows(self, rows: int) -> list[str]:
-        """The second pass of a GEMV with row statistics: the epilogue over
-        each row of the buffer `acc`, a row per task."""
+        """The second pass of a GEMV: the epilogue over each row of the
+        buffer `acc`, a row per task."""
         a = self.a
         n = f"n{a.n}"
         lines, yielded = self._element(f"acc[(batch * {rows} + i{a.m}) * {n} + c]")
