@@ -152,19 +152,20 @@ class PreludeToolchain(Toolchain):
     def _header(self) -> Path | None:
         """The prelude's header, its precompiled form beside it; None when
         the compiler does not precompile it."""
-        key = hashlib.sha256(f"{self.identity()}\0{self.prelude}".encode()).hexdigest()
-        folder = self.directory / "prelude" / key[:32]
         flags = [flag for flag in self.flags if flag != "-shared"]
-        compiled = built_once(folder, "prelude.h", self.prelude, "prelude.h.gch", lambda header, output: (
-            shlex.split(compiler()) + [*flags, "-x", "c++-header", str(header), "-o", str(output)]))
-        return folder / "prelude.h" if compiled else None
+        compiled = built_once(self.directory / "prelude", self.identity(), "prelude.h", self.prelude, "prelude.h.gch",
+                              lambda header, output: shlex.split(compiler()) + [
+                                  *flags, "-x", "c++-header", str(header), "-o", str(output)])
+        return compiled.with_name("prelude.h") if compiled else None
 
 
-def built_once(folder: Path, source_name: str, text: str, product_name: str, command) -> Path | None:
-    """`folder/product_name`, built once per folder (other processes wait on
-    its lock) from `text`, written to `folder/source_name`, by the compiler
-    command `command(source, output)`; None when the compiler fails, which
+def built_once(root: Path, identity: str, source_name: str, text: str, product_name: str, command) -> Path | None:
+    """`product_name` built from `text` (written as `source_name`) by the
+    compiler command `command(source, output)`, once per `identity` (the
+    compiler and flags) and text: in a folder of `root` named by their hash,
+    other processes waiting on its lock. None when the compiler fails, which
     is then not asked again (a `refused` file keeps its message)."""
+    folder = root / hashlib.sha256(f"{identity}\0{text}".encode()).hexdigest()[:32]
     product, refused = folder / product_name, folder / "refused"
     if product.exists() or refused.exists():
         return product if product.exists() else None

@@ -10,7 +10,7 @@ docs/targets.md says what this proves and what it does not."""
 from __future__ import annotations
 
 import ctypes
-import hashlib
+import functools
 import shlex
 from pathlib import Path
 
@@ -24,8 +24,10 @@ SHIM = Path(__file__).parent
 RUNTIME = SHIM / "runtime.cpp"
 
 
+@functools.lru_cache(maxsize=None)
 def _shim_text() -> str:
-    """What a build depends on besides the kernels: the header and the runtime."""
+    """What a build depends on besides the kernels: the header and the
+    runtime (read once: every cache lookup's key includes them)."""
     return (SHIM / "metal_stdlib").read_text() + RUNTIME.read_text()
 
 # The harness: per launch function, an entry point that hands it to the
@@ -98,11 +100,10 @@ class MetalShimToolchain(Toolchain):
     def _runtime(self) -> Path | None:
         """runtime.cpp's object file (its symbols hidden: each library
         keeps its own), or None when the compiler fails to build it alone."""
-        text = RUNTIME.read_text()
-        key = hashlib.sha256(f"{Toolchain.identity(self)}\0{_shim_text()}".encode()).hexdigest()
         flags = [flag for flag in self.flags if flag != "-shared"]
-        return built_once(self.directory / "metal-shim" / key[:32], "runtime.cpp", text, "runtime.o",
-                          lambda source, output: shlex.split(compiler()) + [
+        # The header enters the identity: the runtime includes it.
+        return built_once(self.directory / "metal-shim", Toolchain.identity(self) + _shim_text(), "runtime.cpp",
+                          RUNTIME.read_text(), "runtime.o", lambda source, output: shlex.split(compiler()) + [
                               *flags, "-fvisibility=hidden", "-c", str(source), "-o", str(output)])
 
 
