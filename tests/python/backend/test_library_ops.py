@@ -383,27 +383,30 @@ def test_attention_with_dropout_runs_through_torch():
     assert compiled(q).shape == (2, 3, 5, 8)
 
 
-def test_attention_under_torch_compile_is_one_library_op_in_inference():
+@pytest.mark.parametrize("kv_heads", [4, 2, 1], ids=lambda h: f"kv_heads{h}")
+def test_attention_under_torch_compile_is_one_library_op_in_inference(monkeypatch, kv_heads):
     """Under torch.compile without gradients, AOTAutograd's fused CPU
-    attention becomes braze.attention (its logsumexp unused); no fallback."""
+    attention becomes braze.attention (its logsumexp unused), not an extern
+    call through torch, and with no fallback. That op has no `enable_gqa`:
+    fewer key/value heads than query heads (transformers passes
+    enable_gqa=True) are grouped heads."""
     import torch._dynamo
 
-    from braze.frontend.lowerings import LOWERINGS
+    from braze.frontend import dynamo
 
+    imported = []
+    real = dynamo.import_graph
+    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
     torch._dynamo.reset()
-    model = Attention()
-    q, k, v = (torch.randn(2, 4, 10, 16) for _ in range(3))
+    model = Attention(enable_gqa=kv_heads != 4)
+    q = torch.randn(2, 4, 10, 16)
+    k, v = (torch.randn(2, kv_heads, 10, 16) for _ in range(2))
     mask = torch.randn(10, 10)
-    fused = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
-    lowered = []
-    original = LOWERINGS[fused]
-    try:
-        LOWERINGS[fused] = lambda *a, **kw: lowered.append(1) or original(*a, **kw)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # a fallback to eager warns
-            with torch.no_grad():
-                got = torch.compile(model, backend="braze")(q, k, v, mask)
-    finally:
-        LOWERINGS[fused] = original
-    assert lowered == [1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to eager warns
+        with torch.no_grad():
+            got = torch.compile(model, backend="braze")(q, k, v, mask)
+    (graph,) = imported
+    assert not graph.externs, graph.externs
+    assert "braze.attention" in str(graph.module)
     torch.testing.assert_close(got, model(q, k, v, mask), rtol=1e-5, atol=1e-5)

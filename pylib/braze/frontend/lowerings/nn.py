@@ -78,11 +78,14 @@ def flash_attention_for_cpu(b, query, key, value, dropout_p=0.0, is_causal=False
                             scale=None):
     """(output, logsumexp): attention as AOTAutograd traces it in inference
     (PyTorch's fused CPU kernel). braze computes the output; the logsumexp
-    only a backward pass reads."""
+    only a backward pass reads. The kernel has no `enable_gqa` argument:
+    it shares key/value heads whenever the query has more heads, so that is
+    what says the heads are grouped."""
     if any(user.target is not operator.getitem or user.args[1] != 0 for user in b.node.users):
         raise BrazeError("the attention's logsumexp is used (a backward pass); braze computes the output only")
+    grouped = shape_of(query)[-3] != shape_of(key)[-3]
     output = _attention(b, b.out_type(0), b.out_dtype(0), query, key, value, attn_mask, dropout_p,
-                        is_causal, scale, False)
+                        is_causal, scale, grouped)
     return output, None
 
 
