@@ -82,12 +82,18 @@ class Builder:
         return bz.CastOp(result, value).result
 
     def tensor(self, x: Operand, dtype: torch.dtype) -> ir.Value:
-        """A tensor operand of `dtype`: scalars become rank-0 constants."""
+        """A tensor operand of `dtype`: numbers become rank-0 constants, and
+        a SymInt (an `index` value, e.g. a KV cache's past length added to
+        positions) a rank-0 tensor holding it."""
         if is_tensor(x):
             return self.cast(x, dtype)
         if isinstance(x, (bool, int, float)):
             return self.constant(x, dtype)
-        raise BrazeError(f"expected a tensor or a number, got {type(x).__name__}")
+        if is_index(x):
+            # The one element of a one-step iota starting at the value, as rank 0.
+            single = bz.IotaOp(ir.RankedTensorType.get([1], element_type(dtype)), dynamic_start=x).result
+            return bz.ReshapeOp(ir.RankedTensorType.get([], element_type(dtype)), single, []).result
+        raise BrazeError(f"expected a tensor, a number or a SymInt, got {type(x).__name__}")
 
     # -- index arithmetic ------------------------------------------------------
 

@@ -305,3 +305,32 @@ def test_kernels_read_symbolic_slices_in_place(monkeypatch):
     # `keys[:, 1:s:2]` too: braze-collapse-dims does not merge its rows
     # (a reshape there would copy them), the kernel steps over them.
     assert [t for t in of_cache if t.shape == (2, 4, 8) and t.stride(1) == 16]
+
+
+class PastPositions(torch.nn.Module):
+    """A decode step's positions: `arange(new) + past`, the past length a
+    SymInt added to a tensor (transformers' `position_ids`), and a float
+    tensor scaled by it."""
+
+    def forward(self, x, past):
+        past_length = past.shape[1]
+        positions = torch.arange(x.shape[1]) + past_length
+        return positions, x * past_length - past_length
+
+
+def test_torch_compile_symint_operand_of_a_tensor_op(monkeypatch):
+    from braze.frontend import dynamo
+
+    imported = []
+    real = dynamo.import_graph
+    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
+    torch._dynamo.reset()
+    model = PastPositions()
+    compiled = torch.compile(model, backend="braze", dynamic=True)
+    for new, past in [(3, 5), (4, 11), (6, 40)]:
+        args = (torch.randn(2, new), torch.randn(2, past, 8))
+        got, expected = compiled(*args), model(*args)
+        assert got[0].dtype == expected[0].dtype == torch.int64
+        _close(got, expected)
+    assert len(imported) == 1, "one compile serves every length"
+    assert not imported[0].externs, imported[0].externs
