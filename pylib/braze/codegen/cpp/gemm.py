@@ -77,6 +77,12 @@ GEMV_GROUP = 4
 GEMV_ACCUMULATORS = 16
 # Below this many multiply-adds a fused GEMM runs on one thread.
 PARALLEL_WORK = 1 << 20
+# Below this many weight elements a GEMV runs on one thread. A GEMV streams
+# its weight from memory, and one core reads about half what two do: with
+# the threshold at PARALLEL_WORK multiply-adds, a decode layer's 768 x 768
+# and 768 x 256 projections ran on one thread, at 15 and 10 GB/s against
+# 19 and 12 on two (caches flushed before each call, 2 threads).
+GEMV_PARALLEL_WEIGHTS = 1 << 15
 SUM_BLOCK = 1024
 # 8-bit float storage -> the prelude's exact conversion to float.
 FLOAT8_DECODERS = {"f8E4M3FN": "bz_e4m3fn_to_f32", "f8E5M2": "bz_e5m2_to_f32"}
@@ -613,7 +619,7 @@ class GemmRenderer:
         ]
         out = [
             f"  const int64_t groups = ({n} + {group - 1}) / {group};",
-            f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
+            f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {GEMV_PARALLEL_WEIGHTS})@FAILED@",
             "  for (int64_t point = 0; point < batches * groups; ++point) {",
             "    int64_t rest = point;",
             f"    const int64_t j0 = rest % groups * {group}; rest /= groups;",
@@ -637,7 +643,7 @@ class GemmRenderer:
         load_b = self._matrix_load(1, "rhs[kk * ldb + c0 + c]")
         out = [
             f"  const int64_t blocks = ({n} + 63) / 64;",
-            f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
+            f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {GEMV_PARALLEL_WEIGHTS})@FAILED@",
             "  for (int64_t point = 0; point < batches * blocks; ++point) {",
             "    int64_t rest = point;",
             "    const int64_t c0 = rest % blocks * 64; rest /= blocks;",
