@@ -62,8 +62,10 @@ if TYPE_CHECKING:
 
 # Results of these ops are fresh tensors; any other output may alias an
 # input, a parameter or another output, and is copied before it is returned.
+# (A KV cache's concat is a decode step's output: copying it read and wrote
+# the whole cache a second time per step.)
 _FRESH = {*GENERATED_OPS, "braze.combo", "braze.matmul", "braze.bmm", "braze.addmm", "braze.scaled_mm", "braze.convolution",
-          "braze.attention",
+          "braze.attention", "braze.concat", "braze.take", "braze.iota",
           *CONTROL_FLOW_OPS}
 # Results that are views of their first operand (or copies, which is safe).
 _VIEWS = {"braze.reshape", "braze.permute", "braze.slice", "braze.expand"}

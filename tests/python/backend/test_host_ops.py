@@ -115,3 +115,28 @@ def test_prepared_host_ops_read_the_op_once_and_compute_what_the_handler_does():
     (result,) = interpreter.run_entry(None, exported.imported.arguments([x]))
     torch.testing.assert_close(result, model(x))
     assert {"braze.slice", "braze.iota", "braze.reshape", "braze.concat"} <= prepared, prepared
+
+
+FRESH_RESULTS = """
+func.func @f(%a: tensor<2x?xf32>, %b: tensor<2x3xf32>, %t: tensor<10x4xf32>, %i: tensor<2xi64>, %n: index)
+    -> (tensor<2x?xf32>, tensor<2x4xf32>, tensor<?xi64>, tensor<2x?xf32>) {
+  %c = braze.concat %a, %b dim 1 : tensor<2x?xf32>, tensor<2x3xf32> -> tensor<2x?xf32>
+  %g = braze.take %t, %i dim 0 : tensor<10x4xf32>, tensor<2xi64> -> tensor<2x4xf32>
+  %r = braze.iota start 0.0 step 1.0 sizes [%n] : tensor<?xi64>
+  return %c, %g, %r, %a : tensor<2x?xf32>, tensor<2x4xf32>, tensor<?xi64>, tensor<2x?xf32>
+}"""
+
+
+def test_host_results_that_are_new_tensors_are_returned_without_a_copy():
+    """torch.cat, indexing and arange make new tensors: returned as they
+    are (a decode step returns its KV cache's concat, which a copy would
+    read and write again), while a returned argument is still a copy."""
+    program = braze.compile_mlir(FRESH_RESULTS)
+    a, b, t, i = torch.randn(2, 5), torch.randn(2, 3), torch.randn(10, 4), torch.tensor([1, 3])
+    concat, taken, iota, returned = program(a, b, t, i, 6)
+    assert program.program.copied_outputs == [3]
+    torch.testing.assert_close(concat, torch.cat([a, b], 1))
+    torch.testing.assert_close(taken, t[i])
+    torch.testing.assert_close(iota, torch.arange(6))
+    assert returned.data_ptr() != a.data_ptr()
+    torch.testing.assert_close(returned, a)
