@@ -14,6 +14,7 @@ schemas (the extension would have) before importing it; nothing calls them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -168,3 +169,63 @@ ZOO = [
 ]
 
 BY_NAME = {model.name: model for model in ZOO}
+
+
+@dataclass
+class Decoder:
+    """A causal language model that generates with transformers' own KV
+    cache (`DynamicCache`): the prompt's forward pass, then one token per
+    step, the cache one longer each time (under torch.compile: a graph for
+    the prompt, one for the first step, and, when Dynamo recompiles at the
+    next length, one with a symbolic past length for every step after)."""
+
+    name: str
+    config_name: str
+    model_name: str
+
+    def make(self, size: Size = SMALL, seed: int = 0, **config_fields):
+        """(model, prompt ids [batch, sequence]) with random weights;
+        `config_fields` override the size's (a real vocabulary, say)."""
+        _import_torchvision()  # transformers imports it when it is installed
+        import transformers
+
+        torch.manual_seed(seed)
+        fields = {**_TEXT_FIELDS[self.config_name](size), **config_fields}
+        config = getattr(transformers, self.config_name)(**fields, use_cache=True)
+        model = getattr(transformers, self.model_name)(config)
+        _randomize_constant_weights(model)
+        return model.eval(), torch.randint(1, 100, (size.batch, size.sequence))
+
+
+def decode(forward: Callable, prompt: torch.Tensor, tokens: torch.Tensor,
+           seconds: list[float] | None = None) -> list[torch.Tensor]:
+    """The prompt [batch, sequence], then each column of `tokens` [batch,
+    steps] as the next token, through `forward(ids, cache)` (the logits
+    [batch, length, vocab], filling a DynamicCache). Fixed tokens, rather
+    than each step's argmax, so that two engines whose logits differ in the
+    last bit still decode the same sequence. Returns each call's last
+    logits; `seconds`, when given, gets each call's wall-clock time."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    inputs = [prompt] + [tokens[:, step : step + 1] for step in range(tokens.shape[1])]
+    outputs = []
+    with torch.no_grad():
+        for ids in inputs:
+            started = time.perf_counter()
+            outputs.append(forward(ids, cache)[:, -1])
+            if seconds is not None:
+                seconds.append(time.perf_counter() - started)
+    return outputs
+
+
+def causal_forward(model: torch.nn.Module) -> Callable:
+    """The logits of `model` for `ids` after what `cache` holds."""
+    return lambda ids, cache: model(input_ids=ids, past_key_values=cache, use_cache=True).logits
+
+
+DECODERS = [
+    Decoder("gpt2", "GPT2Config", "GPT2LMHeadModel"),
+    Decoder("llama", "LlamaConfig", "LlamaForCausalLM"),
+    Decoder("qwen2", "Qwen2Config", "Qwen2ForCausalLM"),
+]

@@ -7,7 +7,9 @@ Every model must compile with no whole-graph fallback, match eager to 1e-4
 as extern calls, and take a new sequence length without a crash: text models
 compile with a dynamic sequence length under `braze.compile` and are called
 at a second length under `torch.compile` (Dynamo recompiles with a symbolic
-length).
+length). No op may run through torch because of a braze bug. The causal
+language models also generate under `torch.compile` with transformers' own
+KV cache.
 """
 
 import os
@@ -17,7 +19,7 @@ import pytest
 import torch
 
 import braze
-from braze.testing.zoo import SMALL, ZOO, import_libraries
+from braze.testing.zoo import DECODERS, SMALL, ZOO, causal_forward, decode, import_libraries
 
 try:
     import_libraries()
@@ -75,9 +77,12 @@ def test_braze_compile(entry):
 
 
 @pytest.mark.parametrize("entry", ZOO, ids=lambda entry: entry.name)
-def test_torch_compile(entry):
+def test_torch_compile(entry, monkeypatch):
     from braze.frontend import dynamo
 
+    imported = []
+    real = dynamo.import_graph
+    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
     torch._dynamo.reset()
     dynamo._warned.clear()
     model, args, kwargs = entry.make(SMALL)
@@ -90,3 +95,34 @@ def test_torch_compile(entry):
                 _assert_matches(compiled(*args, **inputs), model(*args, **inputs))
     fallbacks = [str(w.message) for w in caught if "braze:" in str(w.message)]
     assert not fallbacks, fallbacks
+    bugs = [e for graph in imported for e in graph.externs if "braze bug" in e.reason]
+    assert not bugs, bugs
+
+
+@pytest.mark.parametrize("decoder", DECODERS, ids=lambda decoder: decoder.name)
+def test_torch_compile_decode(decoder, monkeypatch):
+    """Generation with transformers' DynamicCache under torch.compile: the
+    prompt, a step, then steps at growing past lengths (Dynamo recompiles
+    once with the past length symbolic). Every step matches eager, nothing
+    falls back, and no op runs through torch: the cache's concat, grouped
+    heads' attention and the positions after the past all compile."""
+    from braze.frontend import dynamo
+
+    imported = []
+    real = dynamo.import_graph
+    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
+    torch._dynamo.reset()
+    dynamo._warned.clear()
+    model, prompt = decoder.make(SMALL)
+    tokens = torch.randint(1, 100, (prompt.shape[0], 4))
+    expected = decode(causal_forward(model), prompt, tokens)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = decode(torch.compile(causal_forward(model), backend="braze"), prompt, tokens)
+    fallbacks = [str(w.message) for w in caught if "braze:" in str(w.message)]
+    assert not fallbacks, fallbacks
+    for step, (actual, reference) in enumerate(zip(got, expected)):
+        error = (actual - reference).abs().max().item() / reference.abs().max().item()
+        assert error < 1e-4, f"step {step}: max error {error:.2e}"
+    assert len(imported) == 3, "the prompt, the first step, and one graph for every later length"
+    assert [e for graph in imported for e in graph.externs] == []
