@@ -52,6 +52,9 @@ struct KernelPlan {
   std::optional<std::vector<int64_t>> staticSizes;  // all sizes known at build
   size_t sizeCount;
   bool viewsInPlace;
+  // Per input of a static type: the strides a contiguous tensor is read
+  // with, its type's, whatever the tensor's own shape.
+  std::vector<std::optional<std::vector<int64_t>>> declaredStrides;
 };
 
 // A kernel's tensors during one call.
@@ -97,7 +100,7 @@ c10::ScalarType scalarType(PyObject* dtype) {
 // The tuple braze.runtime.cpu builds (`_launch_description`): inputs,
 // dynamic, outputs, domain, extent inputs, checks, result shapes, result
 // dtypes, reuse, carve, BLAS inputs, static sizes (or None), size count,
-// views in place.
+// views in place, declared strides (per input, or None).
 KernelPlan parseKernel(PyObject* d) {
   KernelPlan plan;
   plan.inputs = ints<int>(item(d, 0));
@@ -130,9 +133,14 @@ KernelPlan parseKernel(PyObject* d) {
   if (item(d, 11) != Py_None) plan.staticSizes = ints(item(d, 11));
   plan.sizeCount = static_cast<size_t>(asInt(item(d, 12)));
   plan.viewsInPlace = PyObject_IsTrue(item(d, 13));
+  for (Py_ssize_t i = 0; i < length(item(d, 14)); ++i) {
+    PyObject* strides = item(item(d, 14), i);
+    plan.declaredStrides.push_back(strides == Py_None ? std::nullopt
+                                                      : std::optional<std::vector<int64_t>>(ints(strides)));
+  }
   size_t results = plan.outputs.size();
   if (plan.resultShapes.size() != results || plan.resultTypes.size() != results || plan.reuse.size() != results ||
-      plan.carve.size() != results)
+      plan.carve.size() != results || plan.declaredStrides.size() != plan.inputs.size())
     throw BadDescription("a kernel's results are described inconsistently");
   return plan;
 }
@@ -211,8 +219,14 @@ void allocate(const KernelPlan& plan, PyObject* env, Prepared& prepared, std::ve
     sizes.insert(sizes.end(), prepared.extents.begin(), prepared.extents.end());
     // Element strides as the kernels read them: a dim of size 1 is never
     // stepped, so its stride is 0 (torch lets it carry any).
-    for (const at::Tensor& tensor : prepared.inputs)
-      for (int64_t d = 0; d < tensor.dim(); ++d) sizes.push_back(tensor.size(d) == 1 ? 0 : tensor.stride(d));
+    for (size_t number = 0; number < prepared.inputs.size(); ++number) {
+      const at::Tensor& tensor = prepared.inputs[number];
+      const auto& declared = plan.declaredStrides[number];
+      if (declared && tensor.is_contiguous())
+        sizes.insert(sizes.end(), declared->begin(), declared->end());
+      else
+        for (int64_t d = 0; d < tensor.dim(); ++d) sizes.push_back(tensor.size(d) == 1 ? 0 : tensor.stride(d));
+    }
     for (const at::Tensor& tensor : prepared.outputs) sizes.insert(sizes.end(), tensor.sizes().begin(), tensor.sizes().end());
   }
   sizes.resize(start + plan.sizeCount);  // exactly its own entries (a combo's next kernel follows)

@@ -28,7 +28,7 @@ def _launch_description(call: KernelCall) -> tuple:
             [call.reuse.get(result, -1) for result in range(len(call.outputs))],
             [call.carve.get(result) for result in range(len(call.outputs))], list(call.blas_inputs),
             list(call.static_sizes)[: call.size_count] if call.static else None, call.size_count,
-            call.views_in_place)
+            call.views_in_place, [None if s is None else list(s) for s in call.declared_strides])
 
 
 class _NativeStep:
@@ -105,6 +105,11 @@ class _NativeComboCall(_NativeStep, ComboCall):
 
 class CpuKernels(StepFactory):
     """The CPU target's step factory: one loaded library of C functions."""
+
+    # A static kernel's launch (KernelCall.prepare, or the launcher's
+    # `allocate`) passes a contiguous input's pointer and the strides of its
+    # own types: the tensor's shape is never read.
+    static_kernels_read_by_pointer = True
 
     def __init__(self, library):
         self.library = library

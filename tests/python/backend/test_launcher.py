@@ -89,6 +89,7 @@ def compiled():
         # Dynamic buffers are not in the arena: dead inputs are overwritten.
         "chain-dynamic": (chain, braze.compile(chain, (torch.randn(64, 128),), dynamic_shapes=({0: rows},)),
                           _chain_args),
+        "reshaped": (_Reshaped(), braze.compile(_Reshaped(), _reshaped_args(6, False)), _reshaped_args),
         "unfused": (_Unfused(), braze.compile(_Unfused(), (torch.randn(64, 32), torch.randn(32, 16)),
                                               dynamic_shapes=({0: rows}, None), options={"epilogue_fusion": False}),
                     lambda rows, strided: (torch.randn(rows, 32), torch.randn(16, 32).t() if strided
@@ -104,6 +105,22 @@ class _Unfused(torch.nn.Module):
         return torch.relu(x @ w) * 2
 
 
+class _Reshaped(torch.nn.Module):
+    """A kernel's result reshaped for the next kernel, which also reads an
+    argument that may be strided: the reshape has no step (that kernel takes
+    the result's tensor as it is, with the strides of its own types); the
+    reshape returned keeps its step."""
+
+    def forward(self, x, y):
+        a = torch.softmax(x * 1.5, dim=-1)
+        return (a.reshape(y.shape).exp() * y).sum(-1), a.reshape(-1, 64)
+
+
+def _reshaped_args(rows: int, strided: bool):
+    y = torch.randn(8, 4, rows).permute(2, 1, 0) if strided else torch.randn(rows, 4, 8)
+    return torch.randn(rows, 32), y
+
+
 def _chain_args(rows: int, strided: bool):
     return (torch.randn(128, rows).t() if strided else torch.randn(rows, 128),)
 
@@ -111,7 +128,8 @@ def _chain_args(rows: int, strided: bool):
 @pytest.mark.parametrize("kind,rows,strided", [
     ("static", 8, False), ("static", 8, True), ("dynamic", 2, False), ("dynamic", 37, True),
     ("dynamic", 3000, False), ("chain", 64, False), ("chain", 64, True), ("chain-dynamic", 5, True),
-    ("chain-dynamic", 700, False), ("unfused", 3, True), ("unfused", 100, False),
+    ("chain-dynamic", 700, False), ("unfused", 3, True), ("unfused", 100, False), ("reshaped", 6, False),
+    ("reshaped", 6, True),
 ])
 def test_native_and_python_paths_agree_exactly(compiled, kind, rows, strided):
     model, compiled_model, arguments = compiled[kind]
@@ -144,6 +162,15 @@ def test_the_samples_cover_the_launchers_cases(compiled):
     assert any(c.reuse for c in calls), "no result reusing an input's buffer"
     assert any(c.extent_inputs for c in calls), "no fused GEMM"
     assert any(c.dynamic for c in calls) and any(c.static for c in calls)
+
+
+def test_a_reshape_only_static_kernels_read_has_no_step(compiled):
+    from braze.runtime.executor import _ViewCall
+
+    _, compiled_model, _ = compiled["reshaped"]
+    assert str(compiled_model.compiled.module).count("braze.reshape") == 2
+    views = [step.run for step in compiled_model.compiled.program.steps if isinstance(step.run, _ViewCall)]
+    assert [view.name for view in views] == ["braze.reshape"], "only the returned reshape runs"
 
 
 def test_a_dim_that_disagrees_is_declined_and_reported_by_the_python_path():
