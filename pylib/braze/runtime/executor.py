@@ -274,25 +274,28 @@ class _ViewCall:
 def _pointer_reshapes(block) -> set:
     """The results of the static reshapes in `block` that need no step:
     each reshapes a contiguous tensor, and only kernels of this block whose
-    every shape is static read it. Such a kernel reads a contiguous input
-    by its pointer, with the strides of its own type
-    (`KernelCall.declared_strides`), so it can take the operand's tensor as
-    it is. (A decode step ran about 40 of these reshapes, at about 4 us
-    each, for 3.1 ms of kernels.)"""
+    every shape is static, and other reshapes, read it. Such a kernel reads
+    a contiguous input by its pointer, with the strides of its own type
+    (`KernelCall.declared_strides`), and a reshape of a contiguous tensor
+    depends only on its elements' order, so both can take the operand's
+    tensor as it is. (A decode step ran about 40 of these reshapes, at
+    about 4 us each, for 3.1 ms of kernels.)"""
     # Contiguous on every call: kernels' results (allocated, or carved by
-    # the arena, with contiguous strides), constants and parameters (made
-    # contiguous when the program is built), and reshapes of those. (Not
-    # torch's results: a concat of channels-last views is channels-last.)
+    # the arena, with contiguous strides), iotas, constants and parameters
+    # (made contiguous when the program is built), and reshapes of those.
+    # (Not torch's other results: a concat of channels-last views is
+    # channels-last.)
     contiguous, reshapes = set(), []
     for op in block.operations:
         name = op.operation.name
-        if name in GENERATED_OPS or name in ("braze.combo", *_CONSTANT):
+        if name in GENERATED_OPS or name in ("braze.combo", "braze.iota", *_CONSTANT):
             contiguous.update(op.operation.results)
         elif name == "braze.reshape" and op.operation.operands[0] in contiguous:
             contiguous.add(op.operation.results[0])
             if op.operation.results[0].type.has_static_shape:
                 reshapes.append(op.operation.results[0])
-    return {result for result in reshapes if all(_static_kernel_of(use.owner, block) for use in result.uses)}
+    return {result for result in reshapes
+            if all(use.owner.name == "braze.reshape" or _static_kernel_of(use.owner, block) for use in result.uses)}
 
 
 def _static_kernel_of(op, block) -> bool:

@@ -314,3 +314,52 @@ def test_a_launcher_for_another_torch_is_not_used(monkeypatch, caplog):
         monkeypatch.undo()
         importlib.reload(launch)
     assert launch.native is not None
+
+
+def _copy(name: str, source: str, shape: str) -> str:
+    """A braze.kernel copying `source` (a 2-d tensor of `shape`)."""
+    return f"""
+    {name} = braze.kernel ins({source} : tensor<{shape}xf32>) domain [{shape.replace('x', ', ')}] reduce [] : tensor<{shape}xf32> {{
+    ^bb0(%i: index, %j: index, %n: index, %m: index, %t: tensor<{shape}xf32>):
+      %v = tensor.extract %t[%i, %j] : tensor<{shape}xf32>
+      braze.store %v, 0 [%i, %j] : f32
+    }}"""
+
+
+HANDED_OVER = f"""
+func.func @f(%x: tensor<4x8xf32>, %s: index) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<2x16xf32>, tensor<4x8xf32>) {{
+  {_copy("%k", "%x", "4x8")}
+  %chain = braze.reshape %k : tensor<4x8xf32> -> tensor<32xf32>
+  %chained = braze.reshape %chain : tensor<32xf32> -> tensor<2x16xf32>
+  {_copy("%a", "%chained", "2x16")}
+  %ramp = braze.iota start %s step 1.0 : tensor<32xf32>
+  %iota = braze.reshape %ramp : tensor<32xf32> -> tensor<8x4xf32>
+  {_copy("%b", "%iota", "8x4")}
+  %argument = braze.reshape %x : tensor<4x8xf32> -> tensor<8x4xf32>
+  {_copy("%c", "%argument", "8x4")}
+  %permuted = braze.reshape %k : tensor<4x8xf32> -> tensor<8x4xf32>
+  %p = braze.permute %permuted [1, 0] : tensor<8x4xf32> -> tensor<4x8xf32>
+  {_copy("%d", "%p", "4x8")}
+  return %b, %c, %a, %d : tensor<8x4xf32>, tensor<8x4xf32>, tensor<2x16xf32>, tensor<4x8xf32>
+}}"""
+
+
+def test_which_reshapes_are_handed_over():
+    """A reshape of a kernel's result or an iota (contiguous), read by
+    static kernels or by a reshape that is, has no step; one of an
+    argument (which may be strided) or one a permute reads keeps it."""
+    from braze.runtime.executor import _pointer_reshapes
+
+    module = braze.parse(HANDED_OVER)
+    block = module.mlir_module.body.operations[0].regions[0].blocks[0]
+    reshapes = [op.operation.results[0] for op in block.operations if op.operation.name == "braze.reshape"]
+    skipped = _pointer_reshapes(block)
+    # %chain, %chained, %iota, %argument, %permuted
+    assert [value in skipped for value in reshapes] == [True, True, True, False, False]
+    program = braze.compile_mlir(HANDED_OVER)
+    x = torch.randn(8, 4).t()  # strided: its reshape copies
+    b, c, a, d = program(x, 3)
+    torch.testing.assert_close(b, torch.arange(3.0, 35.0).reshape(8, 4))
+    torch.testing.assert_close(c, x.reshape(8, 4))
+    torch.testing.assert_close(a, x.reshape(2, 16))
+    torch.testing.assert_close(d, x.reshape(8, 4).t())
