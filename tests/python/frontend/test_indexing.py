@@ -97,6 +97,22 @@ def test_index_out_of_range_is_a_run_time_error(bad):
         program(x, torch.tensor([0, 1]), torch.tensor([1, 4]))
 
 
+@pytest.mark.parametrize("bad", [10, -1, 2**40])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_an_embedding_lookup_out_of_range_names_the_index(bad, dtype):
+    """The CPU runtime looks rows up with torch's embedding, which checks
+    the indices itself; its error still names the index and the range."""
+    if dtype == torch.int32 and bad == 2**40:
+        return
+    model = torch.nn.Embedding(10, 4).eval()
+    program = _compiled(model, (torch.tensor([[1, 2]], dtype=dtype),))
+    with pytest.raises(braze.BrazeError, match=rf"braze.take.*index {bad} is out of range \[0, 10\) along dim 0"):
+        program(torch.tensor([[1, bad]], dtype=dtype))
+    ids = torch.tensor([[3, 9]], dtype=dtype)
+    with torch.no_grad():
+        _close(program(ids), model(ids))
+
+
 class Gather(torch.nn.Module):
     def __init__(self, dim):
         super().__init__()
