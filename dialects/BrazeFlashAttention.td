@@ -24,7 +24,13 @@ def Braze_FlashAttentionOp : Braze_Op<"flash_attention", [Pure]> {
       GEMM into a buffer of `q_block x kv_block`, scaled and masked there;
       each row's running max and sum are updated (the earlier sum and
       accumulator rescaled by `exp(old max - new max)`), and the
-      probabilities times the value block are added to an accumulator.
+      probabilities times the value block are added to an accumulator;
+    - `grouped_heads` (with `gqa`, one query row, no `causal`, and a mask
+      that is the same for every head): a work item takes the query heads
+      that share a key/value head, as its rows, so that it reads each key
+      and value once for all of them (a decode step's grouped-query
+      attention). A schedule for the CPU's emitter; the values are the
+      same up to rounding, and other emitters may ignore it.
 
     Everything accumulates in f32 (f64 for f64 inputs): f16/bf16 blocks are
     widened once, and the output rounded once. A row with no key kept has
@@ -41,12 +47,13 @@ def Braze_FlashAttentionOp : Braze_Op<"flash_attention", [Pure]> {
                        Braze_FloatTensor:$value, Optional<Braze_Tensor>:$mask,
                        F64Attr:$scale, UnitAttr:$causal, UnitAttr:$gqa,
                        UnitAttr:$masked_rows_nan, I64Attr:$q_block,
-                       I64Attr:$kv_block);
+                       I64Attr:$kv_block, UnitAttr:$grouped_heads);
   let results = (outs Braze_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? `scale` $scale
     (`causal` $causal^)? (`gqa` $gqa^)? (`masked_rows_nan` $masked_rows_nan^)?
-    `q_block` $q_block `kv_block` $kv_block attr-dict `:` type($query) `,`
+    `q_block` $q_block `kv_block` $kv_block (`grouped_heads` $grouped_heads^)?
+    attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;

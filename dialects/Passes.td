@@ -200,6 +200,12 @@ def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> 
     (256 KiB) in L2. f16/bf16 attentions stay library calls unless
     `halves=true`: PyTorch's kernel (AMX GEMMs and a faster, less exact
     exp) ran them 1.3-1.7x faster than the generated one at 1 thread.
+
+    `group-heads=true` (the CPU target's) marks a decode step's
+    grouped-query attention (one query row, no causal mask, a mask the same
+    for every head) `grouped_heads`: one work item takes the query heads of
+    a key/value head, so the keys and values are read once, not once per
+    query head.
   }];
   let dependentDialects = ["braze::BrazeDialect"];
   let options = [
@@ -207,6 +213,8 @@ def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> 
     Option<"kvBlock", "kv-block", "int64_t", "512", "Keys per block of the online softmax">,
     Option<"halves", "halves", "bool", "false",
            "Lower f16/bf16 attentions too (off: they stay the library's, measured faster)">,
+    Option<"groupHeads", "group-heads", "bool", "false",
+           "Give a work item the query heads that share a key/value head (grouped_heads), where they can be grouped">,
     Option<"remarks", "remarks", "bool", "false", "Emit a remark for each attention">,
   ];
   let statistics = [

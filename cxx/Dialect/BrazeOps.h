@@ -13,6 +13,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
+#include <optional>
+#include <string>
+
 namespace braze {
 /// Ops that compute each result element from the operand elements at the same
 /// (broadcast) position.
@@ -64,6 +67,15 @@ mlir::LogicalResult verifyAttention(mlir::Operation *op, mlir::Value query,
                                     mlir::Value mask, mlir::Value result,
                                     bool causal, bool gqa,
                                     std::optional<double> scale);
+
+/// Why an attention's query heads that share a key/value head cannot be one
+/// work item's rows (braze.flash_attention's `grouped_heads`), or nothing
+/// when they can: grouped heads (`gqa`, more query heads than key/value
+/// heads), one query row, not `causal`, and a mask the same for every head.
+std::optional<std::string> whyHeadsCannotGroup(mlir::Value query,
+                                               mlir::Value key,
+                                               mlir::Value mask, bool causal,
+                                               bool gqa);
 } // namespace braze
 
 #define GET_OP_CLASSES

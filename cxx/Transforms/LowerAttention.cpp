@@ -65,16 +65,25 @@ struct BrazeLowerAttentionPass
       double scale = op.getScale()
                          ? op.getScale()->convertToDouble()
                          : 1.0 / std::sqrt(double(query.getDimSize(rank - 1)));
+      bool grouped =
+          groupHeads && !whyHeadsCannotGroup(op.getQuery(), op.getKey(),
+                                             op.getMask(), op.getCausal(),
+                                             op.getGqa());
       builder.setInsertionPoint(op);
       auto flash = FlashAttentionOp::create(
           builder, op.getLoc(), op.getType(), op.getQuery(), op.getKey(),
           op.getValue(), op.getMask(), builder.getF64FloatAttr(scale),
           op.getCausalAttr(), op.getGqaAttr(), op.getMaskedRowsNanAttr(),
-          builder.getI64IntegerAttr(rows), builder.getI64IntegerAttr(columns));
+          builder.getI64IntegerAttr(rows), builder.getI64IntegerAttr(columns),
+          grouped ? builder.getUnitAttr() : UnitAttr());
       if (remarks)
         op->emitRemark() << "braze.attention lowered to braze.flash_attention "
                             "(q_block "
-                         << rows << ", kv_block " << columns << ")";
+                         << rows << ", kv_block " << columns
+                         << (grouped ? ", the query heads of a key/value head "
+                                       "in one work item"
+                                     : "")
+                         << ")";
       op.replaceAllUsesWith(flash.getResult());
       op->erase();
       ++numLowered;

@@ -31,6 +31,7 @@ class AttentionAnalysis:
         self.causal = "causal" in attributes
         self.gqa = "gqa" in attributes
         self.masked_rows_nan = "masked_rows_nan" in attributes
+        self.grouped_heads = "grouped_heads" in attributes
         self.q_block = ir.IntegerAttr(attributes["q_block"]).value
         self.kv_block = ir.IntegerAttr(attributes["kv_block"]).value
         self.element = type_name(self.query.type.element_type)

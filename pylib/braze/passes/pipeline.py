@@ -395,7 +395,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
                          overlap_mode: str = "simple", overlap_machine: dict | None = None,
                          overlap_max_inflight_bytes: int = 0,
                          attention_blocks: tuple[int, int] | None = None, decode_rows: int = 0,
-                         half_products: bool = True, split_dims: bool = True) -> str:
+                         half_products: bool = True, split_dims: bool = True,
+                         group_heads: bool = False) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
@@ -408,7 +409,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     first, before any fusion takes the softmax's ops; `flash_attention`:
     braze-lower-attention after it (for targets whose emitters spell
     braze.flash_attention; "halves": f16/bf16 attentions too), with
-    `attention_blocks` = (q-block, kv-block) when given. `split_dims`:
+    `attention_blocks` = (q-block, kv-block) when given, and `group_heads`
+    (a decode step's query heads of one key/value head in one work item). `split_dims`:
     braze-split-dims before braze-collapse-dims.
     `bucket_bytes`: merge small all_reduces into buckets of at most that
     many bytes (braze-bucket-collectives, before fusion, so the concat and
@@ -440,6 +442,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     lower_options = ["halves=true"] if flash_attention == "halves" else []
     if attention_blocks:
         lower_options += [f"q-block={int(attention_blocks[0])}", f"kv-block={int(attention_blocks[1])}"]
+    if group_heads:
+        lower_options.append("group-heads=true")
     lower = f"braze-lower-attention{{{' '.join(lower_options)}}}," if lower_options else "braze-lower-attention,"
     attention = ("braze-form-attention," if form_attention else "") + (lower if flash_attention else "")
     return (f"braze-simplify,func.func({verify},{buckets}{attention}{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"

@@ -187,6 +187,10 @@ class Target:
     # braze-lower-attention's (q-block, kv-block) for its renderers; None:
     # the pass's defaults (measured on the CPU).
     attention_blocks: tuple[int, int] | None = None
+    # braze-lower-attention's group-heads: whether its flash attention
+    # emitter takes a decode step's query heads of one key/value head as one
+    # work item (`grouped_heads`).
+    attention_group_heads = False
     # braze-epilogue-fusion's decode-rows: a lone GEMM whose M is static and
     # at most this becomes a fused GEMM, for the target's fused GEMM reads
     # the weight of a decode shape faster than its library GEMM (0: never).
@@ -226,6 +230,7 @@ class Target:
                                         flash_attention=(options.flash_attention and flash_attentions
                                                          and ("halves" if options.flash_attention_halves else True)),
                                         attention_blocks=self.attention_blocks,
+                                        group_heads=self.attention_group_heads,
                                         split_dims=options.split_dims,
                                         decode_rows=self.decode_gemm_rows,
                                         half_products=options.epilogue_fusion_halves,

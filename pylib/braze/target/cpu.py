@@ -27,6 +27,9 @@ class CpuTarget(Target):
     # bf16 with AVX512-BF16 M = 1-4 1.2-4.2x, M = 8 0.87-0.89x on its
     # panels). 4 gains for both.
     decode_gemm_rows = 4
+    # The flash attention's work items take a decode step's query heads of
+    # one key/value head together (docs/cpu.md: attention).
+    attention_group_heads = True
 
     def fused_gemm_missing(self) -> str | None:
         from braze.runtime import blas

@@ -835,3 +835,27 @@ func.func @flash_attention_shapes(%q: tensor<2x8x16xf32>, %k: tensor<2x8x12xf32>
   %o = braze.flash_attention %q, %k, %q scale 0.25 q_block 8 kv_block 8 : tensor<2x8x16xf32>, tensor<2x8x12xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
   return %o : tensor<2x8x16xf32>
 }
+
+// -----
+
+func.func @grouped_heads_without_gqa(%q: tensor<1x8x1x16xf32>, %k: tensor<1x8x9x16xf32>) -> tensor<1x8x1x16xf32> {
+  // expected-error @+1 {{grouped_heads needs grouped query heads (gqa)}}
+  %o = braze.flash_attention %q, %k, %k scale 0.25 q_block 1 kv_block 8 grouped_heads : tensor<1x8x1x16xf32>, tensor<1x8x9x16xf32>, tensor<1x8x9x16xf32> -> tensor<1x8x1x16xf32>
+  return %o : tensor<1x8x1x16xf32>
+}
+
+// -----
+
+func.func @grouped_heads_of_several_rows(%q: tensor<1x8x2x16xf32>, %k: tensor<1x2x9x16xf32>) -> tensor<1x8x2x16xf32> {
+  // expected-error @+1 {{grouped_heads needs one query row}}
+  %o = braze.flash_attention %q, %k, %k scale 0.25 gqa q_block 2 kv_block 8 grouped_heads : tensor<1x8x2x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x16xf32> -> tensor<1x8x2x16xf32>
+  return %o : tensor<1x8x2x16xf32>
+}
+
+// -----
+
+func.func @grouped_heads_with_a_mask_per_head(%q: tensor<1x8x1x16xf32>, %k: tensor<1x2x9x16xf32>, %m: tensor<1x8x1x9xf32>) -> tensor<1x8x1x16xf32> {
+  // expected-error @+1 {{grouped_heads needs a mask the same for every head}}
+  %o = braze.flash_attention %q, %k, %k mask %m scale 0.25 gqa q_block 1 kv_block 8 grouped_heads : tensor<1x8x1x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x8x1x9xf32> -> tensor<1x8x1x16xf32>
+  return %o : tensor<1x8x1x16xf32>
+}

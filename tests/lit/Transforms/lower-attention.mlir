@@ -3,6 +3,7 @@
 // RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-lower-attention{remarks=true}))' -split-input-file -verify-diagnostics -o /dev/null
 // RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-lower-attention{halves=true}))' -split-input-file | FileCheck %s --check-prefix=HALVES
 // RUN: not braze-opt %s -pass-pipeline='builtin.module(func.func(braze-lower-attention{q-block=0}))' -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-lower-attention{group-heads=true}))' -split-input-file | FileCheck %s --check-prefix=GROUP
 
 // BAD: braze-lower-attention: q-block and kv-block must be at least 1, got 0 and 512
 
@@ -50,4 +51,51 @@ func.func @dynamic_embedding(%q: tensor<2x8x?xf32>, %k: tensor<2x8x?xf32>, %v: t
   // expected-remark @+1 {{braze.attention kept: its default scale needs a static embedding size}}
   %o = braze.attention %q, %k, %v : tensor<2x8x?xf32>, tensor<2x8x?xf32>, tensor<2x8x?xf32> -> tensor<2x8x?xf32>
   return %o : tensor<2x8x?xf32>
+}
+
+// -----
+
+// Tests that with group-heads a decode step's grouped-query attention (one
+// query row, 8 query heads on 2 key/value heads) takes the query heads of a
+// key/value head as one work item, with no mask or a mask the same for
+// every head; and that it does not where the heads cannot be grouped: more
+// than one query row, a causal mask, a mask per head, heads not grouped
+// (no gqa, or as many key/value heads as query heads). Without the option
+// no attention is grouped.
+// GROUP-LABEL: func.func @grouped_decode
+// GROUP: braze.flash_attention %arg0, %arg1, %arg2 scale 1.250000e-01 gqa q_block 1 kv_block 300 grouped_heads :
+// GROUP: braze.flash_attention %arg0, %arg1, %arg2 mask %arg3 scale 1.250000e-01 gqa q_block 1 kv_block 300 grouped_heads :
+// GROUP: braze.flash_attention %arg0, %arg1, %arg2 mask %arg4 scale 1.250000e-01 gqa q_block 1 kv_block 300 grouped_heads :
+// CHECK-LABEL: func.func @grouped_decode
+// CHECK-NOT: grouped_heads
+func.func @grouped_decode(%q: tensor<2x8x1x64xf32>, %k: tensor<2x2x300x64xf32>, %v: tensor<2x2x300x64xf32>,
+                          %m: tensor<2x1x1x300xf32>, %b: tensor<1x300xi1>)
+    -> (tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>) {
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 1, kv_block 300)}}
+  %o = braze.attention %q, %k, %v gqa : tensor<2x8x1x64xf32>, tensor<2x2x300x64xf32>, tensor<2x2x300x64xf32> -> tensor<2x8x1x64xf32>
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 1, kv_block 300)}}
+  %p = braze.attention %q, %k, %v mask %m gqa : tensor<2x8x1x64xf32>, tensor<2x2x300x64xf32>, tensor<2x2x300x64xf32>, tensor<2x1x1x300xf32> -> tensor<2x8x1x64xf32>
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 1, kv_block 300)}}
+  %r = braze.attention %q, %k, %v mask %b gqa : tensor<2x8x1x64xf32>, tensor<2x2x300x64xf32>, tensor<2x2x300x64xf32>, tensor<1x300xi1> -> tensor<2x8x1x64xf32>
+  return %o, %p, %r : tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>
+}
+
+// -----
+
+// GROUP-LABEL: func.func @not_grouped
+// GROUP-NOT: grouped_heads
+func.func @not_grouped(%q: tensor<2x8x1x64xf32>, %q2: tensor<2x8x3x64xf32>, %k: tensor<2x2x300x64xf32>,
+                       %v: tensor<2x2x300x64xf32>, %m: tensor<2x8x1x300xf32>, %k8: tensor<2x8x300x64xf32>)
+    -> (tensor<2x8x3x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>) {
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 3, kv_block 300)}}
+  %rows = braze.attention %q2, %k, %v gqa : tensor<2x8x3x64xf32>, tensor<2x2x300x64xf32>, tensor<2x2x300x64xf32> -> tensor<2x8x3x64xf32>
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 1, kv_block 300)}}
+  %causal = braze.attention %q, %k, %v causal gqa : tensor<2x8x1x64xf32>, tensor<2x2x300x64xf32>, tensor<2x2x300x64xf32> -> tensor<2x8x1x64xf32>
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 1, kv_block 300)}}
+  %per_head = braze.attention %q, %k, %v mask %m gqa : tensor<2x8x1x64xf32>, tensor<2x2x300x64xf32>, tensor<2x2x300x64xf32>, tensor<2x8x1x300xf32> -> tensor<2x8x1x64xf32>
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 1, kv_block 300)}}
+  %same_heads = braze.attention %q, %k8, %k8 gqa : tensor<2x8x1x64xf32>, tensor<2x8x300x64xf32>, tensor<2x8x300x64xf32> -> tensor<2x8x1x64xf32>
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 1, kv_block 300)}}
+  %plain = braze.attention %q, %k8, %k8 : tensor<2x8x1x64xf32>, tensor<2x8x300x64xf32>, tensor<2x8x300x64xf32> -> tensor<2x8x1x64xf32>
+  return %rows, %causal, %per_head, %same_heads, %plain : tensor<2x8x3x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>
 }

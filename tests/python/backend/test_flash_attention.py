@@ -81,6 +81,23 @@ def test_grouped_query_heads(kv_heads):
     _check(_sdpa(enable_gqa=True), _qkv(2, 8, 33, 40, 16, kv_heads=kv_heads))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("kv_heads", [1, 2, 4], ids=lambda h: f"groups_of_{8 // h}")
+@pytest.mark.parametrize("mask", ["none", "additive", "boolean", "all_masked"])
+def test_grouped_heads_of_a_decode_step(dtype, kv_heads, mask):
+    """One query row: a work item takes the query heads of a key/value head
+    (grouped_heads), with a mask the same for every head; several key
+    blocks; a query read in place as a slice (head stride 2E); a boolean
+    mask that keeps no key gives the rows SDPA gives (NaN)."""
+    q, k, v = _qkv(3, 8, 1, 600, 32, dtype=dtype, kv_heads=kv_heads)
+    q = torch.cat([q, -q], dim=-1)[..., :32]
+    g = torch.Generator().manual_seed(2)
+    masks = {"none": (), "additive": (torch.randn(3, 1, 1, 600, generator=g).to(dtype),),
+             "boolean": (torch.rand(1, 600, generator=g) > 0.4,), "all_masked": (torch.zeros(3, 1, 1, 600, dtype=torch.bool),)}
+    compiled = _check(_sdpa(enable_gqa=True), (q, k, v, *masks[mask]), dtype)
+    assert "grouped_heads" in str(compiled.module), "the query heads of a key/value head are one work item"
+
+
 def test_strided_and_broadcast_operands():
     """q a transposed view (read in place, row stride H*E); k and v shared by
     every batch and head (size-1 dims read with stride 0)."""

@@ -28,7 +28,8 @@ PARALLEL_WORK = 1 << 20
 
 ATTENTION_PRELUDE = r"""
 // ---- flash attention: GEMMs from the BLAS above, an online softmax between them ----
-// Up to this many query rows an item scores keys with dot products, not the BLAS (decode steps).
+// Up to this many query rows an item scores keys with dot products, not the BLAS (decode steps); an
+// item of grouped heads (its rows one per query head, any row stride) always does.
 #define BZ_ATTENTION_GEMV_ROWS 4
 BZ_INLINE float bz_same(float x) { return x; }
 BZ_INLINE double bz_same(double x) { return x; }
@@ -40,6 +41,7 @@ template <class T, class A, A (*widen)(T), T (*narrow)(A)>
 struct bz_attention {
   static constexpr bool same = sizeof(T) == sizeof(A);
   int64_t e, ev, ldq = 0;
+  int64_t dot_rows = BZ_ATTENTION_GEMV_ROWS;  // up to this many rows: dot products (grouped heads: all)
   bz_hgemm_fn half_gemm;
   A *scores, *acc, *row_max, *row_sum;
   A* block_max;      // per row, the max of the block's scaled, masked scores (the spelled loop's)
@@ -71,7 +73,7 @@ struct bz_attention {
   // The raw scores of the item's rows against `cols` keys (row stride ld): [rows][cols]. A few rows (a
   // decode step) read each key once with dot products: the BLAS would pack the block first.
   A* score(int64_t rows, int64_t cols, const T* key, int64_t ld) {
-    if (rows <= BZ_ATTENTION_GEMV_ROWS) {
+    if (rows <= dot_rows) {
       for (int64_t c = 0; c < cols; ++c) {
         const T* k = key + c * ld;
         for (int64_t r = 0; r < rows; ++r) {
@@ -102,7 +104,7 @@ struct bz_attention {
   // The scaled, masked scores of one block (and their row maxima in block_max) into the running
   // softmax, then acc += P V.
   void update(int64_t rows, int64_t cols, const T* value, int64_t ld) {
-    const bool blas = rows > BZ_ATTENTION_GEMV_ROWS;
+    const bool blas = rows > dot_rows;
     for (int64_t r = 0; r < rows; ++r) {
       A* s = scores + r * cols;
       T* p = probabilities + r * cols;  // halves only
@@ -241,23 +243,36 @@ class AttentionRenderer:
             lines.append(f"  const int64_t group = n{b - 1} / std::max<int64_t>(n{a.key_heads}, 1);")
         batches = " * ".join(f"n{d}" for d in range(b)) or "1"
         half_gemm = f", bz_gemm_{a.element}" if a.element in ("bf16", "f16") else ""
+        # grouped_heads: an item per key/value head, its rows the one query
+        # row of each of the heads it serves (any row stride: dot products).
+        grouped = a.grouped_heads
+        capacity = f"std::max<int64_t>({a.q_block}, group)" if grouped else str(a.q_block)
         lines += [
             f"  const int64_t q_blocks = ({l} + {a.q_block - 1}) / {a.q_block};",
-            f"  const int64_t tasks = {batches} * q_blocks;",
+            f"  const int64_t tasks = {batches} / group;" if grouped else f"  const int64_t tasks = {batches} * q_blocks;",
             f"  #pragma omp parallel if(tasks > 1 && {batches} * {l} * {s} * ({e} + {ev}) >= {PARALLEL_WORK})",
             "  {",
-            f"    bz_attention<{storage}, {self.accumulator}, {widen}, {narrow}> item({a.q_block}, {a.kv_block}, {e}, "
+            f"    bz_attention<{storage}, {self.accumulator}, {widen}, {narrow}> item({capacity}, {a.kv_block}, {e}, "
             f"{ev}{half_gemm});",
+        ]
+        if grouped:
+            lines.append("    item.dot_rows = group;")
+        lines += [
             "    #pragma omp for schedule(static)",
             "    for (int64_t task = 0; task < tasks; ++task) {",
             "      int64_t rest = task;",
             "      const int64_t block = rest % q_blocks; rest /= q_blocks;",
         ]
-        lines += [f"      const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(b))]
+        for d in reversed(range(b)):
+            if grouped and d == b - 1:  # the first query head of the item's key/value head
+                lines.append(f"      const int64_t i{d} = rest % n{a.key_heads} * group; rest /= n{a.key_heads};")
+            else:
+                lines.append(f"      const int64_t i{d} = rest % n{d}; rest /= n{d};")
         head = [(d, f"i{d}") for d in range(b)]
         kv_head = [(d, "(i{0} / group)".format(d) if a.gqa and d == b - 1 else f"i{d}") for d in range(b)]
+        rows = "group" if grouped else f"std::min<int64_t>({a.q_block}, {l} - q0)"
         lines += [
-            f"      const int64_t q0 = block * {a.q_block}, rows = std::min<int64_t>({a.q_block}, {l} - q0);",
+            f"      const int64_t q0 = block * {a.q_block}, rows = {rows};",
             f"      const auto* query = in0 + {self._offset(0, head + [(b, 'q0')])};",
             f"      const auto* key = in1 + {self._offset(1, kv_head)};",
             f"      const auto* value = in2 + {self._offset(2, kv_head)};",
@@ -274,13 +289,13 @@ class AttentionRenderer:
             out_row = f"({out_row}) * n{d} + i{d}"
         lines += [
             f"      const int64_t keys = {keys};",
-            f"      item.begin(rows, query, {self._row_stride(0, e)});",
+            f"      item.begin(rows, query, {self._stride(0, b - 1) if grouped else self._row_stride(0, e)});",
             f"      for (int64_t kv0 = 0; kv0 < keys; kv0 += {a.kv_block}) {{",
             f"        const int64_t cols = std::min<int64_t>({a.kv_block}, keys - kv0);",
             f"        {self.accumulator}* scores = item.score(rows, cols, key + kv0 * {self._stride(1, b)}, "
             f"{self._row_stride(1, e)});",
             "        for (int64_t r = 0; r < rows; ++r) {",
-            f"          const int64_t i{a.l} = q0 + r;",
+            f"          const int64_t i{a.l} = {'q0' if grouped else 'q0 + r'};",
             f"          {self.accumulator}* row = scores + r * cols;",
             f"          {self.accumulator} top = -std::numeric_limits<{self.accumulator}>::infinity();",
             "          int nan = 0;  // a NaN score makes the row NaN, as in eager's softmax",
