@@ -3,12 +3,12 @@
 (Inductor) vs torch.compile(backend="braze"), per generated token.
 
     .venv/bin/python benchmarks/models/decode.py [--models gpt2,llama,qwen2]
-        [--layers 6] [--vocab 32000] [--prompt 128] [--tokens 32] [--batch 1]
+        [--layers 6] [--vocab 32000] [--prompt 128] [--tokens 32] [--batch 1] [--dtype float32]
         [--rounds 5] [--threads 2] [--wait-quiet S] [--json PATH]
 
 The causal language models of `braze.testing.zoo.DECODERS` (transformers
 configs at the zoo's `bench` width: hidden 768, 12 heads; --layers layers,
-a --vocab vocabulary; random weights), each generating with transformers'
+a --vocab vocabulary; random weights, in --dtype), each generating with transformers'
 own `DynamicCache`, as `model.generate` does: the prompt's forward pass,
 then one token per call. Under torch.compile that is three graphs: the
 prompt, the first step, and (when Dynamo recompiles at the next length)
@@ -57,6 +57,7 @@ def bench_decoder(decoder, args, torch) -> dict:
 
     size = dataclasses.replace(BENCH, batch=args.batch, sequence=args.prompt, layers=args.layers)
     model, prompt = decoder.make(size, vocab_size=args.vocab)
+    model = model.to(getattr(torch, args.dtype))
     tokens = torch.randint(1, args.vocab, (args.batch, args.tokens))
     read = {p.data_ptr(): p.numel() * p.element_size() for p in model.parameters()}
     # A step reads one row of an input embedding the LM head does not share.
@@ -128,6 +129,7 @@ def main(argv=None) -> int:
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--wait-quiet", type=float, default=0.0)

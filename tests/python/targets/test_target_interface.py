@@ -96,7 +96,7 @@ def test_bucket_bytes_adds_gradient_bucketing_before_fusion():
     assert "braze-bucket-collectives" not in braze.compiler.pipeline({})
     pipeline = braze.compiler.pipeline({"bucket_bytes": 4096})
     assert ("braze-verify-collective-order,braze-bucket-collectives{bucket-bytes=4096},braze-form-attention,"
-            "braze-lower-attention,braze-epilogue-fusion" in pipeline)
+            "braze-lower-attention{group-heads=true},braze-epilogue-fusion" in pipeline)
     for bad in (-1, 1.5, True):
         with pytest.raises(braze.BrazeError, match=rf"bucket_bytes option must be a non-negative int .*got {bad!r}"):
             targets_module.get("cpu").options({"bucket_bytes": bad})
