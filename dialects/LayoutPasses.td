@@ -38,7 +38,11 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
       host-side torch.cat): each piece becomes an input, read at the index
       clamped into it, and a select picks the piece the index falls in;
       the pieces' own views fold in turn (an expanded constant is read as
-      the constant);
+      the constant). One piece may have a dynamic size (a KV cache's past
+      length) where the kernel reads the concat's dim at a point index (the
+      dim's extent is then the concat's length, from which the later
+      pieces' starts follow) and the symbol ranges say the piece is never
+      empty (every piece is read at every point);
     - a GEMM operand that a BLAS cannot read in place (no strided view has
       its layout, or neither matrix dim has unit stride), and any other
       reshape that would copy, becomes one copy `braze.kernel` that reads
@@ -46,9 +50,11 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
     - a concat that something other than a kernel reads whole (a graph
       output, attention's keys and values: a KV cache grown by one step)
       becomes one copy `braze.kernel` reading its pieces as above, where
-      every shape is static and it has at most `max-copied-pieces` pieces
-      (each costs every element a select); torch's cat would copy on one
-      thread.
+      every shape is static but for at most one piece's length along the
+      concat's dim (the kernel's extent there is that length plus the
+      others', computed before it), and it has at most `max-copied-pieces`
+      pieces (each costs every element a select); torch's cat would copy
+      on one thread.
 
     Views and concats nothing reads any more are erased. A reshape whose dims do not
     split into groups of equal size (or whose dynamic dims do not map one to

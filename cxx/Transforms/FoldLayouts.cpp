@@ -18,9 +18,12 @@
 #include "Dialect/BrazeOps.h"
 #include "Transforms/KernelEdits.h"
 #include "Transforms/Passes.h"
+#include "Transforms/SizeBounds.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/Debug.h"
+
+#include <numeric>
 
 #define DEBUG_TYPE "braze-fold-layouts"
 
@@ -366,31 +369,55 @@ LogicalResult foldIntoKernel(KernelOp kernel, unsigned number) {
 }
 
 /// Replaces kernel input `number` (a braze.concat whose pieces have static
-/// sizes along its dim) by the pieces, each a kernel input of its own: a
-/// read of the concat reads every piece at the index clamped into it and
-/// selects the one the index falls in (the other reads stay in bounds).
-/// Pieces of one size P (rotary embeddings' halves) are read at the index
-/// modulo P and selected by the index divided by P instead: no clamp, and
-/// braze-split-dims can make the two parts loops of their own, so that each
-/// piece is read along its rows. Fails, changing nothing, when the input is
-/// read other than by tensor.extract.
+/// sizes along its dim, but for at most one) by the pieces, each a kernel
+/// input of its own: a read of the concat reads every piece at the index
+/// clamped into it and selects the one the index falls in (the other reads
+/// stay in bounds). Pieces of one size P (rotary embeddings' halves) are
+/// read at the index modulo P and selected by the index divided by P
+/// instead: no clamp, and braze-split-dims can make the two parts loops of
+/// their own, so that each piece is read along its rows. A piece of a
+/// dynamic size (a KV cache's past) is folded where every read of the
+/// concat's dim is at a point index of the kernel: that dim's extent is
+/// then the concat's length, and the pieces after the dynamic one start
+/// at it less their static sizes. Fails, changing nothing, when the input
+/// is read other than by tensor.extract.
 LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
   auto concat = kernel.getInputs()[number].getDefiningOp<ConcatOp>();
   BlockArgument argument = kernel.getInputArgument(number);
   int64_t dim = concat.getDim();
-  SmallVector<int64_t> offsets, sizes;
-  int64_t offset = 0;
-  for (Value piece : concat.getInputs()) {
-    int64_t size = typeOf(piece).getDimSize(dim);
-    if (ShapedType::isDynamic(size))
-      return failure();
-    offsets.push_back(offset);
-    sizes.push_back(size);
-    offset += size;
+  SmallVector<int64_t> sizes;
+  std::optional<size_t> dynamicPiece;
+  for (auto [j, piece] : llvm::enumerate(concat.getInputs())) {
+    sizes.push_back(typeOf(piece).getDimSize(dim));
+    if (ShapedType::isDynamic(sizes.back())) {
+      if (dynamicPiece)
+        return failure();
+      dynamicPiece = j;
+    }
   }
   if (!llvm::all_of(argument.getUsers(),
                     [](Operation *user) { return isa<tensor::ExtractOp>(user); }))
     return failure();
+  // With a dynamic piece, the domain dim each read's index walks.
+  auto pointDim = [&](tensor::ExtractOp extract) -> std::optional<unsigned> {
+    auto index = dyn_cast<BlockArgument>(extract.getIndices()[dim]);
+    if (!index || index.getOwner() != &kernel.getBody().front() ||
+        index.getArgNumber() >= kernel.getRank())
+      return std::nullopt;
+    return index.getArgNumber();
+  };
+  if (dynamicPiece && !llvm::all_of(argument.getUsers(), [&](Operation *user) {
+        return pointDim(cast<tensor::ExtractOp>(user)).has_value();
+      }))
+    return failure();
+  // Every piece is read at every point: the dynamic one must never be
+  // empty, as the symbol ranges (checked every call) say.
+  if (dynamicPiece) {
+    auto func = kernel->getParentOfType<func::FuncOp>();
+    if (!func || SizeBounds(func).leastOfDim(concat.getInputs()[*dynamicPiece],
+                                             dim) < 1)
+      return failure();
+  }
   Block &body = kernel.getBody().front();
   SmallVector<Value> pieces{argument};
   argument.setType(concat.getInputs().front().getType());
@@ -399,13 +426,26 @@ LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
     pieces.push_back(body.addArgument(piece.getType(), kernel.getLoc()));
     kernel.getInputsMutable().append(piece);
   }
-  int64_t equalSize = llvm::all_equal(sizes) ? sizes.front() : 1;
+  int64_t equalSize =
+      !dynamicPiece && llvm::all_equal(sizes) ? sizes.front() : 1;
   for (Operation *user : llvm::make_early_inc_range(argument.getUsers())) {
     auto extract = cast<tensor::ExtractOp>(user);
     OpBuilder builder(extract);
     Location loc = extract.getLoc();
     IndexBuilder index{builder, loc};
     Value position = extract.getIndices()[dim];
+    // Where piece j starts: a constant up to the dynamic piece, the
+    // concat's length (the extent of the dim the read walks) less the
+    // sizes from j on after it.
+    auto offsetOf = [&](size_t j) -> Value {
+      if (!dynamicPiece || j <= *dynamicPiece)
+        return index.constant(std::accumulate(sizes.begin(), sizes.begin() + j,
+                                              int64_t(0)));
+      return arith::SubIOp::create(
+          builder, loc, kernel.getExtent(*pointDim(extract)),
+          index.constant(std::accumulate(sizes.begin() + j, sizes.end(),
+                                         int64_t(0))));
+    };
     Value value;
     for (int64_t j = pieces.size() - 1; j >= 0; --j) {
       Value at;
@@ -416,11 +456,19 @@ LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
       } else {
         at = j == 0 ? position
                     : arith::SubIOp::create(builder, loc, position,
-                                            index.constant(offsets[j]));
+                                            offsetOf(j));
         if (j > 0)
           at = arith::MaxSIOp::create(builder, loc, at, index.constant(0));
-        if (j + 1 < static_cast<int64_t>(pieces.size()))
-          at = arith::MinSIOp::create(builder, loc, at, index.constant(sizes[j] - 1));
+        if (j + 1 < static_cast<int64_t>(pieces.size())) {
+          // The piece's last index: its size less one.
+          Value last =
+              ShapedType::isDynamic(sizes[j])
+                  ? arith::SubIOp::create(builder, loc, offsetOf(j + 1),
+                                          index.add(offsetOf(j),
+                                                    index.constant(1)))
+                  : index.constant(sizes[j] - 1);
+          at = arith::MinSIOp::create(builder, loc, at, last);
+        }
       }
       SmallVector<Value> indices(extract.getIndices());
       indices[dim] = at;
@@ -435,7 +483,7 @@ LogicalResult foldConcatIntoKernel(KernelOp kernel, unsigned number) {
                                       index.div(position, equalSize),
                                       index.constant(j + 1))
               : arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::slt,
-                                      position, index.constant(offsets[j + 1]));
+                                      position, offsetOf(j + 1));
       value = arith::SelectOp::create(builder, loc, inside, read, value);
     }
     extract.replaceAllUsesWith(value);
@@ -468,13 +516,16 @@ unsigned foldViewsIntoKernel(KernelOp kernel) {
   return folded;
 }
 
-/// A kernel copying `value` (of a static shape: a dynamic extent would have
-/// to be read from the view, which then stays) into a contiguous tensor;
-/// its views are then folded into it, so it reads their source.
-Value copyKernel(OpBuilder &builder, Location loc, Value value) {
+/// A kernel copying `value` into a contiguous tensor; its views are then
+/// folded into it, so it reads their source. Of a static shape, or with
+/// `dynamicSizes` for its dynamic dims computed before it from what the
+/// copy reads (a dynamic extent read from the view would keep the view).
+Value copyKernel(OpBuilder &builder, Location loc, Value value,
+                 ValueRange dynamicSizes = {}) {
   RankedTensorType type = typeOf(value);
-  auto kernel = KernelOp::create(builder, loc, TypeRange{type}, ValueRange{value},
-                                 ValueRange{}, type.getShape(), ArrayRef<int64_t>{});
+  auto kernel =
+      KernelOp::create(builder, loc, TypeRange{type}, ValueRange{value},
+                       dynamicSizes, type.getShape(), ArrayRef<int64_t>{});
   OpBuilder::InsertionGuard guard(builder);
   Block *body = builder.createBlock(&kernel.getBody());
   for (int64_t i = 0; i < 2 * type.getRank(); ++i)
@@ -672,25 +723,45 @@ struct FoldLayoutsPass
     }
   }
 
+  /// Why no copy kernel can make `concat` (nothing when one can): at most
+  /// maxCopiedPieces pieces (each costs every element a select), static
+  /// shapes but for one piece's length along the concat's dim (a dynamic
+  /// KV cache's past), which the symbol ranges say is never 0 (every piece
+  /// is read at every element, so none may be empty).
+  std::optional<std::string> whyNotCopied(ConcatOp concat, SizeBounds &bounds) {
+    if (static_cast<int64_t>(concat.getInputs().size()) > maxCopiedPieces)
+      return "more than " + std::to_string(maxCopiedPieces) + " pieces";
+    int64_t dim = concat.getDim();
+    SmallVector<Value> dynamic;
+    for (Value piece : concat.getInputs()) {
+      RankedTensorType type = typeOf(piece);
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        if (type.isDynamicDim(d) && d != dim)
+          return std::string("a dynamic dim other than the concat's");
+      if (type.isDynamicDim(dim))
+        dynamic.push_back(piece);
+    }
+    if (dynamic.size() > 1)
+      return std::string("more than one piece of a dynamic length");
+    if (!dynamic.empty() && bounds.leastOfDim(dynamic.front(), dim) < 1)
+      return std::string("a piece of a dynamic length that may be 0");
+    return std::nullopt;
+  }
+
   /// Concats still read whole once kernels read the pieces they could (by a
   /// graph output, attention's keys and values: a KV cache grown by a
-  /// step), whose pieces a copy kernel can read: static shapes, at most
-  /// maxCopiedPieces pieces (each costs every element a select).
+  /// step), whose pieces a copy kernel can read (`whyNotCopied`).
   SmallVector<ConcatOp> concatsToCopy(func::FuncOp func) {
     SmallVector<ConcatOp> concats;
+    SizeBounds bounds(func);
     func.walk([&](ConcatOp concat) {
       // A concat only concats read folds into their copy kernels.
       if (llvm::all_of(concat->getUsers(),
                        [](Operation *user) { return isa<ConcatOp>(user); }))
         return;
-      if (static_cast<int64_t>(concat.getInputs().size()) > maxCopiedPieces ||
-          !typeOf(concat.getResult()).hasStaticShape() ||
-          !llvm::all_of(concat.getInputs(), [](Value piece) {
-            return typeOf(piece).hasStaticShape();
-          })) {
-        remark(concat, "still read whole, but no copy kernel makes it (a "
-                       "dynamic shape, or more than " +
-                           Twine(maxCopiedPieces) + " pieces): left as is");
+      if (std::optional<std::string> why = whyNotCopied(concat, bounds)) {
+        remark(concat, "still read whole, but no copy kernel makes it (" +
+                           Twine(*why) + "): left as is");
         return;
       }
       concats.push_back(concat);
@@ -699,11 +770,27 @@ struct FoldLayoutsPass
   }
 
   /// One copy kernel, reading the concat's pieces, makes the concat for
-  /// its readers: torch's cat copies on one thread.
+  /// its readers: torch's cat copies on one thread. A dynamic length is
+  /// the dynamic piece's plus the others'.
   void copyConcat(ConcatOp concat) {
     OpBuilder builder(concat);
     builder.setInsertionPointAfter(concat);
-    Value copy = copyKernel(builder, concat.getLoc(), concat.getResult());
+    Location loc = concat.getLoc();
+    int64_t dim = concat.getDim();
+    SmallVector<Value> dynamicSizes;
+    if (typeOf(concat.getResult()).isDynamicDim(dim)) {
+      IndexBuilder index{builder, loc};
+      int64_t others = 0;
+      Value length;
+      for (Value piece : concat.getInputs()) {
+        if (typeOf(piece).isDynamicDim(dim))
+          length = tensor::DimOp::create(builder, loc, piece, dim);
+        else
+          others += typeOf(piece).getDimSize(dim);
+      }
+      dynamicSizes.push_back(index.add(length, index.constant(others)));
+    }
+    Value copy = copyKernel(builder, loc, concat.getResult(), dynamicSizes);
     concat.getResult().replaceAllUsesExcept(copy, copy.getDefiningOp());
     ++numCopyKernels;
     remark(concat, "still read whole: one copy kernel reads its " +

@@ -8,9 +8,9 @@
 #include "Dialect/BrazeDialect.h"
 #include "Dialect/BrazeOps.h"
 #include "Transforms/Passes.h"
+#include "Transforms/SizeBounds.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MathExtras.h"
 
 #define DEBUG_TYPE "braze-gpu-schedule"
@@ -39,97 +39,6 @@ int64_t staticCount(ArrayRef<int64_t> shape) {
   }
   return count;
 }
-
-/// The most a dynamic size can be, from the `braze.symbols` ranges that
-/// the executor checks every call against: a function argument's dim (or
-/// index argument) whose `braze.dims` entry is one symbol with a bounded
-/// range, a `tensor.dim` of such a dim, or an extent of the kernel that
-/// made a tensor. kDynamic where nothing bounds it (derived expressions
-/// such as "2*s0" are not evaluated).
-class SizeBounds {
-public:
-  explicit SizeBounds(func::FuncOp func) : func(func) {
-    auto collect = [&](Operation *op) {
-      if (auto symbols = op->getAttrOfType<DictionaryAttr>("braze.symbols"))
-        for (NamedAttribute entry : symbols) {
-          auto range = dyn_cast<ArrayAttr>(entry.getValue());
-          auto max = range && range.size() >= 2
-                         ? dyn_cast<IntegerAttr>(range[1])
-                         : IntegerAttr();
-          // The function's entries override the module's.
-          ranges[entry.getName()] = max && max.getInt() >= 0
-                                        ? max.getInt()
-                                        : ShapedType::kDynamic;
-        }
-    };
-    if (Operation *module = func->getParentOp())
-      collect(module);
-    collect(func);
-  }
-
-  /// The bound of `size` (an index value).
-  int64_t of(Value size) {
-    if (auto constant = size.getDefiningOp<arith::ConstantIndexOp>())
-      return constant.value();
-    if (auto dim = size.getDefiningOp<tensor::DimOp>())
-      if (std::optional<int64_t> position = dim.getConstantIndex())
-        return ofDim(dim.getSource(), *position);
-    if (auto argument = dyn_cast<BlockArgument>(size))
-      return ofArgument(argument, 0);
-    return ShapedType::kDynamic;
-  }
-
-  /// The bound of dim `position` of `tensor`.
-  int64_t ofDim(Value tensor, int64_t position) {
-    int64_t size = cast<RankedTensorType>(tensor.getType()).getDimSize(position);
-    if (!ShapedType::isDynamic(size))
-      return size;
-    if (auto argument = dyn_cast<BlockArgument>(tensor))
-      return ofArgument(argument, position);
-    // A kernel's result dim is written at the index of one of its dims.
-    auto kernel = tensor.getDefiningOp<KernelOp>();
-    if (!kernel)
-      return ShapedType::kDynamic;
-    unsigned number = cast<OpResult>(tensor).getResultNumber();
-    for (StoreOp store : kernel.getBody().front().getOps<StoreOp>()) {
-      auto index = dyn_cast<BlockArgument>(store.getIndices()[position]);
-      if (store.getResult() != number || !index ||
-          index.getArgNumber() >= kernel.getRank())
-        continue;
-      return extent(kernel, index.getArgNumber());
-    }
-    return ShapedType::kDynamic;
-  }
-
-  /// The bound of the extent of `kernel`'s dim `dim`.
-  int64_t extent(KernelOp kernel, unsigned dim) {
-    ArrayRef<int64_t> domain = kernel.getStaticDomain();
-    if (!ShapedType::isDynamic(domain[dim]))
-      return domain[dim];
-    unsigned operand = llvm::count_if(domain.take_front(dim), [](int64_t e) {
-      return ShapedType::isDynamic(e);
-    });
-    return of(kernel.getDynamicDomain()[operand]);
-  }
-
-private:
-  int64_t ofArgument(BlockArgument argument, int64_t position) {
-    if (argument.getOwner() != &func.getBody().front())
-      return ShapedType::kDynamic;
-    auto dims = func.getArgAttrOfType<ArrayAttr>(argument.getArgNumber(),
-                                                 "braze.dims");
-    if (!dims || position >= static_cast<int64_t>(dims.size()))
-      return ShapedType::kDynamic;
-    if (auto symbol = dyn_cast<StringAttr>(dims[position])) {
-      auto range = ranges.find(symbol.getValue());
-      return range == ranges.end() ? ShapedType::kDynamic : range->second;
-    }
-    return ShapedType::kDynamic;
-  }
-
-  func::FuncOp func;
-  llvm::StringMap<int64_t> ranges;
-};
 
 constexpr int64_t kInt32Limit = (int64_t(1) << 31) - (int64_t(1) << 24);
 

@@ -356,9 +356,10 @@ func.func @padding(%x: tensor<4x8xf32>) -> tensor<5x9xf32> {
 
 // -----
 
-// Tests that a concat with a piece of dynamic size along its dim (offsets
-// unknown here) stays, and that one also returned becomes a copy kernel for
-// the return while the other kernel reads its pieces.
+// Tests that a concat with a piece of dynamic size along its dim that may
+// be empty (no range says otherwise; every piece is read at every point)
+// stays, and that one also returned becomes a copy kernel for the return
+// while the other kernel reads its pieces.
 // CHECK-LABEL: func.func @concat_kept
 // CHECK-SAME: (%[[A:.*]]: tensor<4x?xf32>, %[[B:.*]]: tensor<4x3xf32>
 // CHECK: %[[D:.*]] = braze.concat %[[A]], %[[B]] dim 1
@@ -368,7 +369,7 @@ func.func @padding(%x: tensor<4x8xf32>) -> tensor<5x9xf32> {
 // CHECK: braze.kernel ins(%[[B]] : tensor<4x3xf32>) domain [8, 3]
 // CHECK: return %{{.*}}, %{{.*}}, %[[R]]
 func.func @concat_kept(%a: tensor<4x?xf32>, %b: tensor<4x3xf32>, %n: index) -> (tensor<4x?xf32>, tensor<8x3xf32>, tensor<8x3xf32>) {
-  // expected-remark @+1 {{still read whole, but no copy kernel makes it (a dynamic shape, or more than 4 pieces): left as is}}
+  // expected-remark @+1 {{still read whole, but no copy kernel makes it (a piece of a dynamic length that may be 0): left as is}}
   %d = braze.concat %a, %b dim 1 : tensor<4x?xf32>, tensor<4x3xf32> -> tensor<4x?xf32>
   %y = braze.kernel ins(%d : tensor<4x?xf32>) domain [4, %n] reduce [] : tensor<4x?xf32> {
   ^bb0(%i: index, %j: index, %ni: index, %nj: index, %t: tensor<4x?xf32>):
@@ -408,16 +409,62 @@ func.func @kv_cache_step(%past: tensor<2x3x8x4xf32>, %new: tensor<2x3x1x4xf32>) 
 
 // -----
 
-// Tests concats no copy kernel makes: a dynamic past (a cache whose length
-// is a symbol), and more pieces than max-copied-pieces (4). Both stay.
+// Tests a KV cache of a dynamic length (a symbol at least 2) grown by one
+// step: one copy kernel over the concat's length (the past's plus 1), the
+// new row read from the extent less 1 on; a kernel reading the concat at
+// its points reads the pieces so too.
+// CHECK-LABEL: func.func @dynamic_kv_cache_step
+// CHECK-SAME: (%[[PAST:.*]]: tensor<2x?x4xf32> {{.*}}, %[[NEW:.*]]: tensor<2x1x4xf32>, %[[N:.*]]: index)
+// CHECK: %[[DIM:.*]] = tensor.dim %[[PAST]], %{{.*}} : tensor<2x?x4xf32>
+// CHECK: %[[LENGTH:.*]] = arith.addi %[[DIM]], %{{.*}} : index
+// CHECK: %[[C:.*]] = braze.kernel ins(%[[PAST]], %[[NEW]] : tensor<2x?x4xf32>, tensor<2x1x4xf32>) domain [2, %[[LENGTH]], 4]
+// CHECK: ^bb0(%{{[a-z0-9]+}}: index, %[[AT:[a-z0-9]+]]: index, %{{[a-z0-9]+}}: index, %{{[a-z0-9]+}}: index, %[[EXTENT:[a-z0-9]+]]: index,
+// CHECK: arith.subi %[[EXTENT]], %{{.*}} : index
+// CHECK: arith.minsi %[[AT]], %{{.*}} : index
+// CHECK: %[[START:.*]] = arith.subi %[[EXTENT]], %{{.*}} : index
+// CHECK: arith.cmpi slt, %[[AT]], %[[START]] : index
+// CHECK: arith.select
+// CHECK: %[[Y:.*]] = braze.kernel ins(%[[PAST]], %[[NEW]] : tensor<2x?x4xf32>, tensor<2x1x4xf32>) domain [2, %[[N]], 4]
+// CHECK-NOT: braze.concat
+// CHECK: return %[[C]], %[[Y]]
+module attributes {braze.symbols = {s0 = [2, -1]}} {
+  func.func @dynamic_kv_cache_step(%past: tensor<2x?x4xf32> {braze.dims = [2, "s0", 4]}, %new: tensor<2x1x4xf32>, %n: index) -> (tensor<2x?x4xf32>, tensor<2x?x4xf32>) {
+    // expected-remark @+1 {{still read whole: one copy kernel reads its 2 pieces}}
+    %c = braze.concat %past, %new dim 1 : tensor<2x?x4xf32>, tensor<2x1x4xf32> -> tensor<2x?x4xf32>
+    %y = braze.kernel ins(%c : tensor<2x?x4xf32>) domain [2, %n, 4] reduce [] : tensor<2x?x4xf32> {
+    ^bb0(%i: index, %j: index, %k: index, %ni: index, %nj: index, %nk: index, %t: tensor<2x?x4xf32>):
+      %v = tensor.extract %t[%i, %j, %k] : tensor<2x?x4xf32>
+      %e = math.exp %v : f32
+      braze.store %e, 0 [%i, %j, %k] : f32
+    }
+    return %c, %y : tensor<2x?x4xf32>, tensor<2x?x4xf32>
+  }
+}
+
+// -----
+
+// Tests concats no copy kernel makes: a past whose length may be 0 (every
+// piece is read at every element), a past of a length no range bounds,
+// two pieces of dynamic lengths, a dynamic dim other than the concat's,
+// and more pieces than max-copied-pieces (4). All stay.
 // CHECK-LABEL: func.func @concats_left
-// CHECK: braze.concat
-// CHECK: braze.concat
+// CHECK-COUNT-5: braze.concat
 // CHECK-NOT: braze.kernel
-func.func @concats_left(%past: tensor<2x?x4xf32>, %new: tensor<2x1x4xf32>, %a: tensor<2x4xf32>) -> (tensor<2x?x4xf32>, tensor<10x4xf32>) {
-  // expected-remark @+1 {{still read whole, but no copy kernel makes it (a dynamic shape, or more than 4 pieces): left as is}}
-  %c = braze.concat %past, %new dim 1 : tensor<2x?x4xf32>, tensor<2x1x4xf32> -> tensor<2x?x4xf32>
-  // expected-remark @+1 {{still read whole, but no copy kernel makes it (a dynamic shape, or more than 4 pieces): left as is}}
-  %d = braze.concat %a, %a, %a, %a, %a dim 0 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<10x4xf32>
-  return %c, %d : tensor<2x?x4xf32>, tensor<10x4xf32>
+module attributes {braze.symbols = {s0 = [0, 64], s1 = [2, -1]}} {
+  func.func @concats_left(%past: tensor<2x?x4xf32> {braze.dims = [2, "s0", 4]}, %unbounded: tensor<2x?x4xf32>,
+                          %other: tensor<2x?x4xf32> {braze.dims = [2, "s1", 4]}, %rows: tensor<?x1x4xf32>,
+                          %new: tensor<2x1x4xf32>, %a: tensor<2x4xf32>)
+      -> (tensor<2x?x4xf32>, tensor<2x?x4xf32>, tensor<2x?x4xf32>, tensor<?x2x4xf32>, tensor<10x4xf32>) {
+    // expected-remark @+1 {{still read whole, but no copy kernel makes it (a piece of a dynamic length that may be 0): left as is}}
+    %c = braze.concat %past, %new dim 1 : tensor<2x?x4xf32>, tensor<2x1x4xf32> -> tensor<2x?x4xf32>
+    // expected-remark @+1 {{still read whole, but no copy kernel makes it (a piece of a dynamic length that may be 0): left as is}}
+    %u = braze.concat %unbounded, %new dim 1 : tensor<2x?x4xf32>, tensor<2x1x4xf32> -> tensor<2x?x4xf32>
+    // expected-remark @+1 {{still read whole, but no copy kernel makes it (more than one piece of a dynamic length): left as is}}
+    %two = braze.concat %other, %other dim 1 : tensor<2x?x4xf32>, tensor<2x?x4xf32> -> tensor<2x?x4xf32>
+    // expected-remark @+1 {{still read whole, but no copy kernel makes it (a dynamic dim other than the concat's): left as is}}
+    %r = braze.concat %rows, %rows dim 1 : tensor<?x1x4xf32>, tensor<?x1x4xf32> -> tensor<?x2x4xf32>
+    // expected-remark @+1 {{still read whole, but no copy kernel makes it (more than 4 pieces): left as is}}
+    %d = braze.concat %a, %a, %a, %a, %a dim 0 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<10x4xf32>
+    return %c, %u, %two, %r, %d : tensor<2x?x4xf32>, tensor<2x?x4xf32>, tensor<2x?x4xf32>, tensor<?x2x4xf32>, tensor<10x4xf32>
+  }
 }
