@@ -146,6 +146,36 @@ def test_kernels_read_concat_pieces(name):
     assert "braze.concat" in str(unfolded.module)
 
 
+class _CacheStep(torch.nn.Module):
+    """A decode step's KV cache: the past (of any length) and one new row,
+    returned and read by attention with grouped heads."""
+
+    def forward(self, q, past, new):
+        cache = torch.cat([past, new], dim=2)
+        out = torch.nn.functional.scaled_dot_product_attention(q, cache, cache, enable_gqa=True)
+        return out, cache
+
+
+@pytest.mark.parametrize("least", [2, 0])
+def test_a_cache_of_a_dynamic_length_is_a_copy_kernel(least):
+    """A past whose length is a symbol at least 2: no host concat, one copy
+    kernel; a past that may be empty keeps torch's concat (the copy kernel
+    reads every piece at every point). Both match eager at every length."""
+    model = _CacheStep().eval()
+    q, past, new = torch.randn(2, 8, 1, 16), torch.randn(2, 4, 5, 16), torch.randn(2, 4, 1, 16)
+    length = torch.export.Dim("past", min=least, max=4096)
+    compiled = braze.compile(model, (q, past, new), dynamic_shapes=(None, {2: length}, None))
+    assert ("braze.concat" in str(compiled.module)) == (least == 0)
+    for size in ([0] if least == 0 else []) + [2, 7, 700]:
+        args = (q, torch.randn(2, 4, size, 16), new)
+        with torch.no_grad():
+            expected = model(*args)
+        for a, e in zip(compiled(*args), expected):
+            torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+    if least:
+        assert host_copies(compiled.compiled.program, q, past, new) == []
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_batched_product_reads_strided_views(dtype):
     """[2, 4] batches that no single stride steps through (a head dim moved
