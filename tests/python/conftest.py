@@ -86,3 +86,18 @@ def logging_compiler(tmp_path, monkeypatch, private_cache):
     wrapper.chmod(0o755)
     monkeypatch.setenv("CXX", str(wrapper))
     return CompilerLog(log)
+
+
+@pytest.fixture
+def imported_graphs(monkeypatch):
+    """The graphs torch.compile(backend="braze") imports from now on (each an
+    ImportedGraph: its module and extern calls), Dynamo's caches reset."""
+    import torch
+
+    from braze.frontend import dynamo
+
+    imported = []
+    real = dynamo.import_graph
+    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
+    torch._dynamo.reset()
+    return imported

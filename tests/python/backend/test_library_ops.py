@@ -384,20 +384,12 @@ def test_attention_with_dropout_runs_through_torch():
 
 
 @pytest.mark.parametrize("kv_heads", [4, 2, 1], ids=lambda h: f"kv_heads{h}")
-def test_attention_under_torch_compile_is_one_library_op_in_inference(monkeypatch, kv_heads):
+def test_attention_under_torch_compile_is_one_library_op_in_inference(imported_graphs, kv_heads):
     """Under torch.compile without gradients, AOTAutograd's fused CPU
     attention becomes braze.attention (its logsumexp unused), not an extern
     call through torch, and with no fallback. That op has no `enable_gqa`:
     fewer key/value heads than query heads (transformers passes
     enable_gqa=True) are grouped heads."""
-    import torch._dynamo
-
-    from braze.frontend import dynamo
-
-    imported = []
-    real = dynamo.import_graph
-    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
-    torch._dynamo.reset()
     model = Attention(enable_gqa=kv_heads != 4)
     q = torch.randn(2, 4, 10, 16)
     k, v = (torch.randn(2, kv_heads, 10, 16) for _ in range(2))
@@ -406,7 +398,7 @@ def test_attention_under_torch_compile_is_one_library_op_in_inference(monkeypatc
         warnings.simplefilter("error")  # a fallback to eager warns
         with torch.no_grad():
             got = torch.compile(model, backend="braze")(q, k, v, mask)
-    (graph,) = imported
+    (graph,) = imported_graphs
     assert not graph.externs, graph.externs
     assert "braze.attention" in str(graph.module)
     torch.testing.assert_close(got, model(q, k, v, mask), rtol=1e-5, atol=1e-5)

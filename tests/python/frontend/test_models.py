@@ -99,21 +99,15 @@ def test_training_graphs_forward_and_backward(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["prenorm_block", "gpt2"])
-def test_torch_compile_dynamic_serves_three_sizes(name, monkeypatch):
-    from braze.frontend import dynamo
-
-    imported = []
-    real = dynamo.import_graph
-    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
-    torch._dynamo.reset()
+def test_torch_compile_dynamic_serves_three_sizes(name, imported_graphs):
     model = _model(name)
     compiled = torch.compile(model, backend="braze", dynamic=True)
     for b, t in [(2, 8), (3, 17), (5, 31)]:
         x = torch.randint(0, 128, (b, t)) if name == "gpt2" else torch.randn(b, t, 32)
         with torch.no_grad():
             assert_close(compiled(x), model(x))
-    assert len(imported) == 1
-    header = str(imported[0].module).splitlines()[0]
+    assert len(imported_graphs) == 1
+    header = str(imported_graphs[0].module).splitlines()[0]
     assert re.fullmatch(r"module attributes \{braze.symbols = \{s\d+ = \[2, -1\], s\d+ = \[2, -1\]\}\} \{", header)
 
 

@@ -190,32 +190,20 @@ def test_dynamic_dim_that_broadcasts_is_refused_with_how_to_mark_it():
         braze.export(Add(), (torch.randn(4, 8), torch.randn(1, 8)), dynamic_shapes=dims)
 
 
-def test_torch_compile_gives_a_size_one_dim_its_own_graph(monkeypatch):
-    from braze.frontend import dynamo
-
-    imported = []
-    real = dynamo.import_graph
-    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
-    torch._dynamo.reset()
+def test_torch_compile_gives_a_size_one_dim_its_own_graph(imported_graphs):
     compiled = torch.compile(Add(), backend="braze", dynamic=True)
     for rows in (4, 6, 9):
         x, y = torch.randn(rows, 8), torch.randn(rows, 8)
         _close(compiled(x, y), x + y)
-    assert len(imported) == 1
+    assert len(imported_graphs) == 1
     # A dim of size 1 broadcasts: torch specialises sizes 0 and 1, so this
     # call gets a second graph (with the dim static) instead of a wrong answer.
     x, y = torch.randn(4, 8), torch.randn(1, 8)
     _close(compiled(x, y), x + y)
-    assert len(imported) == 2
+    assert len(imported_graphs) == 2
 
 
-def test_torch_compile_dynamic_one_graph_serves_every_length(monkeypatch):
-    from braze.frontend import dynamo
-
-    imported = []
-    real = dynamo.import_graph
-    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
-    torch._dynamo.reset()
+def test_torch_compile_dynamic_one_graph_serves_every_length(imported_graphs):
     torch.manual_seed(0)
     model = RotaryLayer().eval()
     compiled = torch.compile(model, backend="braze", dynamic=True)
@@ -223,9 +211,9 @@ def test_torch_compile_dynamic_one_graph_serves_every_length(monkeypatch):
         x = torch.randn(2, s, 32)
         with torch.no_grad():
             _close(compiled(x), model(x))
-    assert len(imported) == 1, "one compile serves every length: nothing is specialised"
-    assert not imported[0].externs, imported[0].externs
-    assert "braze.slice" in str(imported[0].module)
+    assert len(imported_graphs) == 1, "one compile serves every length: nothing is specialised"
+    assert not imported_graphs[0].externs, imported_graphs[0].externs
+    assert "braze.slice" in str(imported_graphs[0].module)
 
 
 class CacheStep(CacheWindow):
@@ -241,21 +229,15 @@ class CacheStep(CacheWindow):
                 self.keys[:, 1:s:2] * 2)
 
 
-def test_torch_compile_dynamic_cache_window_one_graph(monkeypatch):
-    from braze.frontend import dynamo
-
-    imported = []
-    real = dynamo.import_graph
-    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
-    torch._dynamo.reset()
+def test_torch_compile_dynamic_cache_window_one_graph(imported_graphs):
     model = CacheStep()
     compiled = torch.compile(model, backend="braze", dynamic=True)
     # (Steps other than the batch of 2: Dynamo's duck sizing would tie them.)
     for s, n in [(6, 3), (13, 4), (32, 5)]:
         args = (torch.randn(2, s, 8), torch.randn(n))
         _close(compiled(*args), model(*args))
-    assert len(imported) == 1, "one compile serves every length and position"
-    assert not imported[0].externs, imported[0].externs
+    assert len(imported_graphs) == 1, "one compile serves every length and position"
+    assert not imported_graphs[0].externs, imported_graphs[0].externs
 
 
 class LastSteps(torch.nn.Module):
@@ -318,13 +300,7 @@ class PastPositions(torch.nn.Module):
         return positions, x * past_length - past_length
 
 
-def test_torch_compile_symint_operand_of_a_tensor_op(monkeypatch):
-    from braze.frontend import dynamo
-
-    imported = []
-    real = dynamo.import_graph
-    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
-    torch._dynamo.reset()
+def test_torch_compile_symint_operand_of_a_tensor_op(imported_graphs):
     model = PastPositions()
     compiled = torch.compile(model, backend="braze", dynamic=True)
     for new, past in [(3, 5), (4, 11), (6, 40)]:
@@ -332,5 +308,5 @@ def test_torch_compile_symint_operand_of_a_tensor_op(monkeypatch):
         got, expected = compiled(*args), model(*args)
         assert got[0].dtype == expected[0].dtype == torch.int64
         _close(got, expected)
-    assert len(imported) == 1, "one compile serves every length"
-    assert not imported[0].externs, imported[0].externs
+    assert len(imported_graphs) == 1, "one compile serves every length"
+    assert not imported_graphs[0].externs, imported_graphs[0].externs

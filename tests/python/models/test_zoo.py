@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import braze
+from braze.frontend import dynamo
 from braze.testing.zoo import DECODERS, SMALL, ZOO, causal_forward, decode, import_libraries
 
 try:
@@ -77,13 +78,7 @@ def test_braze_compile(entry):
 
 
 @pytest.mark.parametrize("entry", ZOO, ids=lambda entry: entry.name)
-def test_torch_compile(entry, monkeypatch):
-    from braze.frontend import dynamo
-
-    imported = []
-    real = dynamo.import_graph
-    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
-    torch._dynamo.reset()
+def test_torch_compile(entry, imported_graphs):
     dynamo._warned.clear()
     model, args, kwargs = entry.make(SMALL)
     compiled = torch.compile(model, backend="braze")
@@ -95,23 +90,17 @@ def test_torch_compile(entry, monkeypatch):
                 _assert_matches(compiled(*args, **inputs), model(*args, **inputs))
     fallbacks = [str(w.message) for w in caught if "braze:" in str(w.message)]
     assert not fallbacks, fallbacks
-    bugs = [e for graph in imported for e in graph.externs if "braze bug" in e.reason]
+    bugs = [e for graph in imported_graphs for e in graph.externs if "braze bug" in e.reason]
     assert not bugs, bugs
 
 
 @pytest.mark.parametrize("decoder", DECODERS, ids=lambda decoder: decoder.name)
-def test_torch_compile_decode(decoder, monkeypatch):
+def test_torch_compile_decode(decoder, imported_graphs):
     """Generation with transformers' DynamicCache under torch.compile: the
     prompt, a step, then steps at growing past lengths (Dynamo recompiles
     once with the past length symbolic). Every step matches eager, nothing
     falls back, and no op runs through torch: the cache's concat, grouped
     heads' attention and the positions after the past all compile."""
-    from braze.frontend import dynamo
-
-    imported = []
-    real = dynamo.import_graph
-    monkeypatch.setattr(dynamo, "import_graph", lambda gm, **kw: imported.append(real(gm, **kw)) or imported[-1])
-    torch._dynamo.reset()
     dynamo._warned.clear()
     model, prompt = decoder.make(SMALL)
     tokens = torch.randint(1, 100, (prompt.shape[0], 4))
@@ -124,5 +113,5 @@ def test_torch_compile_decode(decoder, monkeypatch):
     for step, (actual, reference) in enumerate(zip(got, expected)):
         error = (actual - reference).abs().max().item() / reference.abs().max().item()
         assert error < 1e-4, f"step {step}: max error {error:.2e}"
-    assert len(imported) == 3, "the prompt, the first step, and one graph for every later length"
-    assert [e for graph in imported for e in graph.externs] == []
+    assert len(imported_graphs) == 3, "the prompt, the first step, and one graph for every later length"
+    assert [e for graph in imported_graphs for e in graph.externs] == []
