@@ -502,7 +502,6 @@ class Program:
             if name in ("func.return", "braze.yield"):
                 self.output_slots = operand_slots
                 break
-
             if name in _CONSTANT:
                 values = run_op(op, [], context)
                 if name == "braze.parameter":
