@@ -200,6 +200,41 @@ def test_bf16_gemv_with_and_without_bf16_dot_products(rows, monkeypatch):
         assert _close(program(*inputs)[0], expected, DTYPES["bf16"][1]), compiler
 
 
+@pytest.mark.parametrize("case,depth,rows", [("linear_gelu", 67, 16), ("linear_gelu", 67, 300),
+                                             ("linear_gelu", 4163, 17), ("linear_gelu", 0, 5),
+                                             ("residual_layernorm", 40, 37), ("scores_softmax", 16, 33),
+                                             ("transposed_extra_output", 29, 37)])
+def test_bf16_panels_with_and_without_amx(case, depth, rows, monkeypatch):
+    """bf16 panels multiply in `bz_gemm_bf16_pairs` where the CPU has
+    AVX512-BF16 and no AMX, and through MKL otherwise: both forms (the CPU's
+    flags set for the render), and the pairs form built without AVX512-BF16
+    (its #else: the library), against the reference interpreter. The cases
+    read B in place (a transposed bf16 weight) and packed (row-major B, an
+    odd K), A transposed, batched, rows of one group of 16 and of several of
+    32, K = 4163 in two blocks, K = 0. On a CPU without AVX512-BF16 -march=native
+    builds the library's form of every source."""
+    import braze.codegen.cpp.gemm as gemm
+
+    text, shapes = CASES[case]
+    default_depth = {"linear_gelu": 67, "residual_layernorm": 40, "scores_softmax": 16,
+                     "transposed_extra_output": 29}[case]
+    text = text.replace("DT", "bf16").replace(f"{default_depth}x", f"{depth}x").replace(f"x{default_depth}x",
+                                                                                         f"x{depth}x")
+    shapes = [tuple(depth if size == default_depth else size for size in shape) for shape in shapes]
+    inputs = _inputs(shapes, rows, torch.bfloat16, seed=rows)
+    expected = braze.reference.run(braze.parse(text), *inputs)
+    for flags, compiler, pairs in (({"avx512_bf16"}, None, True), ({"avx512_bf16", "amx_bf16"}, None, False),
+                                   ({"avx512_bf16"}, "g++ -mno-avx512bf16", True)):
+        monkeypatch.setattr(gemm, "cpu_flags", lambda flags=flags: frozenset(flags))
+        if compiler:
+            monkeypatch.setenv("CXX", compiler)
+        program = braze.compile_mlir(text, options=HALVES)
+        assert program.stats["fused_gemms"] == 1
+        assert ("bz_gemm_bf16_pairs<" in program.stats["source"].read_text()) == pairs
+        for actual, wanted in zip(program(*inputs), expected):
+            assert _close(actual, wanted, DTYPES["bf16"][1]), (flags, compiler)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
 def test_lone_gemms_at_decode_shapes_are_fused_gemms(dtype):
     """The CPU's decode-rows (4): a lone nn.Linear at M = 4, a batched

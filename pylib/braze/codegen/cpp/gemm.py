@@ -54,6 +54,18 @@ GEMV_HALF_ROWS = range(2, 3)
 # GEMM: M = 1 0.93-1.46x, M = 2 1.63-1.95x, M = 4 1.27-1.52x (73-91% of
 # torch.mv's f32 read), M = 8 0.66-0.82x (x's 8 rows outgrow L1).
 GEMV_BF16_PAIRS_ROWS = range(1, 5)
+# bf16 products on a CPU with AVX512-BF16 and no AMX multiply in braze's
+# `bz_gemm_bf16_pairs`: MKL's bf16 GEMM there ran at its f32 speed (AMD
+# Zen 4, 2 threads, 128 x 4096 x 4096: 27.7 ms, torch.mm's bf16 10.5 ms,
+# MKL's sgemm 26.5 ms; docs/cpu.md). Tiles of PAIRS_COLUMNS of B's columns
+# by 32 rows (16 where a panel has at most PAIRS_SMALL_ROWS), blocks of
+# PAIRS_DEPTH of K. Measured in a standalone copy at the same shape: 9.9
+# ms with tiles of 8 or 6 columns, 11.1 ms with 12, 15.6 with 16 rows by 12
+# columns; blocks of 1024 of K 11.0 ms; 16 rows by 8 columns at M = 16 1.74
+# ms (32 rows: 2.53, torch.mm 2.36).
+PAIRS_COLUMNS = 8
+PAIRS_SMALL_ROWS = 16
+PAIRS_DEPTH = 4096
 # The depth of the blocks a narrow operand is widened in for an f32/f64
 # product (panels form): measured on int8_linear (128x4096x4096, int8
 # weight, f32 activations), blocks of 128 ran 0.85-0.91x the time of
@@ -185,6 +197,7 @@ static inline void bz_gemm_half(bz_hgemm_fn gemm, bool ta, bool tb, int64_t m, i
 }
 #if defined(__AVX512BF16__)
 #include <immintrin.h>
+#include <cstring>
 // A GEMV step of bf16 rows by bf16 weight rows on AVX512-BF16: sums[g][r] = the dot product of x's row r (row
 // stride ldx) with weight row w[g] over the first K consumed (returned: a multiple of 32; the caller adds the
 // rest). Each instruction multiplies 16 pairs of neighbours of each vector and adds both products to one of
@@ -216,6 +229,95 @@ static inline int64_t bz_dot_bf16_pairs(const uint16_t* x, int64_t ldx, const ui
     #pragma GCC unroll 16
     for (int g = 0; g < GROUP; ++g) sums[g][r] = _mm512_reduce_add_ps(part[r][g]);
   return kb;
+}
+// ---- bf16 products where the CPU has AVX512-BF16 but no AMX (docs/cpu.md: MKL's half GEMM there ran at its
+// f32 speed) ----
+// tile[n][i] = the dot product of row i of a group of 16 * H rows, packed as pairs of neighbours along K (xp: one
+// 32-bit lane per row, 16 * H lanes per pair), with row n of w (NB rows of bf16 along K) over `pairs` pairs. Each
+// pair of a w row is broadcast and one vdpbf16ps multiplies 16 rows by it: exact products, f32 sums.
+template <int H, int NB>
+static inline void bz_pairs_tile(const uint32_t* xp, const uint16_t* const* w, int64_t pairs, float* tile) {
+  __m512 acc[NB][H];
+  const uint16_t* rows[NB];
+  #pragma GCC unroll 16
+  for (int n = 0; n < NB; ++n) {
+    rows[n] = w[n];
+    #pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) acc[n][h] = _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512bh x[H];
+    #pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) x[h] = (__m512bh)_mm512_loadu_si512(xp + (p * H + h) * 16);
+    #pragma GCC unroll 16
+    for (int n = 0; n < NB; ++n) {
+      int32_t pair;
+      std::memcpy(&pair, rows[n] + 2 * p, sizeof(pair));
+      const __m512bh b = (__m512bh)_mm512_set1_epi32(pair);
+      #pragma GCC unroll 4
+      for (int h = 0; h < H; ++h) acc[n][h] = _mm512_dpbf16_ps(acc[n][h], x[h], b);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int n = 0; n < NB; ++n)
+    #pragma GCC unroll 4
+    for (int h = 0; h < H; ++h) _mm512_storeu_ps(tile + (n * H + h) * 16, acc[n][h]);
+}
+// C [rows, cols] (f32, row stride ldc) = A B over depth k, on one thread; a(r, kk) and b(kk, col) give the bf16
+// bits of A's and B's elements. In blocks of DEPTH of K: A's rows are packed into xp (groups of 16 * H rows,
+// pairs of neighbours); B's columns are read as rows of K, in place from w (row stride ldw) where w is given and
+// the block has whole pairs, else packed into wbuf (where an int8 or fp8 weight is widened); then tiles of NB of
+// B's columns by a group of A's rows. xp holds (rows rounded up to 16 * H) * DEPTH / 2 words, wbuf
+// cols * (DEPTH + 1) halves.
+template <int H, int NB, int DEPTH, class A, class B>
+static void bz_gemm_bf16_pairs(int64_t rows, int64_t cols, int64_t k, A a, B b, const uint16_t* w, int64_t ldw,
+                               float* c, int64_t ldc, uint32_t* xp, uint16_t* wbuf) {
+  constexpr int R = 16 * H;
+  const int64_t groups = (rows + R - 1) / R;
+  if (k == 0)
+    for (int64_t r = 0; r < rows; ++r) std::fill(c + r * ldc, c + r * ldc + cols, 0.0f);
+  for (int64_t k0 = 0; k0 < k; k0 += DEPTH) {
+    const int64_t kc = std::min<int64_t>(DEPTH, k - k0), whole = kc / 2, pairs = (kc + 1) / 2;
+    for (int64_t g = 0; g < groups; ++g)
+      for (int i = 0; i < R; ++i) {
+        uint32_t* dst = xp + g * pairs * R + i;
+        const int64_t r = g * R + i;
+        if (r >= rows) {
+          for (int64_t p = 0; p < pairs; ++p) dst[p * R] = 0;
+          continue;
+        }
+        for (int64_t p = 0; p < whole; ++p)
+          dst[p * R] = (uint32_t)a(r, k0 + 2 * p) | (uint32_t)a(r, k0 + 2 * p + 1) << 16;
+        if (pairs > whole) dst[whole * R] = a(r, k0 + kc - 1);
+      }
+    const uint16_t* wk = w + k0;
+    int64_t ldk = ldw;
+    if (w == nullptr || pairs > whole) {  // an odd last element pairs with a zero
+      ldk = 2 * pairs;
+      for (int64_t col = 0; col < cols; ++col) {
+        uint16_t* dst = wbuf + col * ldk;
+        #pragma omp simd
+        for (int64_t kk = 0; kk < kc; ++kk) dst[kk] = b(k0 + kk, col);
+        if (pairs > whole) dst[kc] = 0;
+      }
+      wk = wbuf;
+    }
+    float tile[NB * R];
+    for (int64_t n0 = 0; n0 < cols; n0 += NB) {
+      const int nb = (int)std::min<int64_t>(NB, cols - n0);
+      // A short last tile repeats B's last column; those results are not stored.
+      const uint16_t* w_rows[NB];
+      for (int n = 0; n < NB; ++n) w_rows[n] = wk + std::min<int64_t>(n0 + n, cols - 1) * ldk;
+      for (int64_t g = 0; g < groups; ++g) {
+        bz_pairs_tile<H, NB>(xp + g * pairs * R, w_rows, pairs, tile);
+        const int64_t group_rows = std::min<int64_t>(R, rows - g * R);
+        for (int64_t i = 0; i < group_rows; ++i) {
+          float* out = c + (g * R + i) * ldc + n0;
+          for (int n = 0; n < nb; ++n) out[n] = (k0 == 0 ? 0.0f : out[n]) + tile[n * R + i];
+        }
+      }
+    }
+  }
 }
 #endif
 """
@@ -263,14 +365,47 @@ class GemmRenderer:
         """Whether matrix `number` is widened to the product's type before the BLAS."""
         return type_name(self.a.inputs[number].type.element_type) != self.a.product_type
 
+    def _in_product_type(self, number: int, expression: str) -> str:
+        """Element `expression` of matrix `number` in the product's type (bf16
+        and f16 as their bits)."""
+        if not self._widened(number):
+            return expression
+        value = self._matrix_load(number, expression)
+        # Every int8 and 8-bit float is exact in bf16, f16, f32 and f64: no rounding.
+        return {"bf16": f"(uint16_t)(bz_bits({value}) >> 16)", "f16": f"bz_f32_to_f16({value})",
+                "f32": value, "f64": f"(double){value}"}[self.a.product_type]
+
     def _widen_call(self, number: int, source: str, ld: str, rows: str, cols: str) -> str:
         """Widens a block of matrix `number` into its thread's buffer `wide<number>`."""
         storage = self.storage(self.a.inputs[number].type.element_type)
-        value = self._matrix_load(number, "v")
-        # Every int8 and 8-bit float is exact in bf16, f16, f32 and f64: no rounding.
-        convert = {"bf16": f"(uint16_t)(bz_bits({value}) >> 16)", "f16": f"bz_f32_to_f16({value})",
-                   "f32": value, "f64": f"(double){value}"}[self.a.product_type]
+        convert = self._in_product_type(number, "v")
         return f"bz_widen({source}, {ld}, {rows}, {cols}, wide{number}, [&]({storage} v) {{ return {convert}; }});"
+
+    def _pairs_panels(self) -> bool:
+        """Whether the panels multiply with `bz_gemm_bf16_pairs` rather than
+        the library: a bf16 product on a CPU with AVX512-BF16 and no AMX."""
+        flags = cpu_flags()
+        return self.a.product_type == "bf16" and "avx512_bf16" in flags and "amx_bf16" not in flags
+
+    def _pairs_product(self, k: str) -> tuple[list[str], list[str], list[str]]:
+        """The panel's product by `bz_gemm_bf16_pairs`: its buffers'
+        allocations, the lines computing `acc`, and the frees."""
+        a = self.a
+        lhs = (f"in0[base0 + kk * lda + m0 + r]" if a.transpose_lhs else f"in0[base0 + (m0 + r) * lda + kk]")
+        rhs = (f"in1[base1 + (c0 + col) * ldb + kk]" if a.transpose_rhs else f"in1[base1 + kk * ldb + c0 + col]")
+        # B's rows of K are read in place where it is stored bf16 along K.
+        in_place = a.transpose_rhs and not self._widened(1)
+        depth = f"std::min<int64_t>({k}, {PAIRS_DEPTH})"
+        alloc = [f"    uint32_t* pairs_lhs = (uint32_t*)std::malloc(sizeof(uint32_t) * (panel_rows + 31) / 32 * 32 * "
+                 f"({depth} / 2 + 1));",
+                 f"    uint16_t* pairs_rhs = (uint16_t*)std::malloc(sizeof(uint16_t) * panel_cols * ({depth} + 1));"]
+        calls = [f"const auto lhs_bits = [&](int64_t r, int64_t kk) -> uint16_t {{ return {self._in_product_type(0, lhs)}; }};",
+                 f"const auto rhs_bits = [&](int64_t kk, int64_t col) -> uint16_t {{ return {self._in_product_type(1, rhs)}; }};",
+                 f"const uint16_t* rhs_rows = {'in1 + base1 + c0 * ldb' if in_place else 'nullptr'};"]
+        arguments = f"(rows, cols, {k}, lhs_bits, rhs_bits, rhs_rows, ldb, acc, cols, pairs_lhs, pairs_rhs);"
+        calls += [f"if (rows <= {PAIRS_SMALL_ROWS}) bz_gemm_bf16_pairs<1, {PAIRS_COLUMNS}, {PAIRS_DEPTH}>{arguments}",
+                  f"else bz_gemm_bf16_pairs<2, {PAIRS_COLUMNS}, {PAIRS_DEPTH}>{arguments}"]
+        return alloc, calls, ["    std::free(pairs_lhs);", "    std::free(pairs_rhs);"]
 
     def _float8_tables(self) -> list[str]:
         lines = []
@@ -446,12 +581,57 @@ class GemmRenderer:
 
     def _panels(self) -> list[str]:
         a = self.a
-        product = a.product_type
         acc_c = "double" if type_name(a.accumulator) == "f64" else "float"
         m, n, k = f"n{a.m}", f"n{a.n}", f"n{a.k}"
         batches = " * ".join(f"n{d}" for d in range(a.batch)) or "1"
         lines, yielded = self._element("acc[r * cols + c]")
         stores = self._stores(yielded)
+        alloc, product_lines, frees = self._library_product(k)
+        if self._pairs_panels():
+            # Under the prelude's #if: a compiler not targeting AVX512-BF16 builds the library's form.
+            pairs = self._pairs_product(k)
+            alloc, product_lines, frees = (["#if defined(__AVX512BF16__)", *ours, "#else", *library, "#endif"]
+                                           for ours, library in zip(pairs, (alloc, product_lines, frees)))
+        out = [
+            f"  const int64_t batches = {batches};",
+            "  const int64_t threads = std::max<int64_t>(1, omp_get_max_threads());",
+        ]
+        whole_rows = "true" if a.kinds else "false"  # row statistics need whole rows in a panel
+        out += [
+            f"  const bz_panels plan = bz_plan_panels(batches, {m}, {n}, threads, {whole_rows}, {PANEL_COLUMNS}, "
+            f"{MIN_PANEL_COLUMNS}, {PANEL_FLOATS});",
+            "  const int64_t col_panels = plan.col_panels, panel_cols = plan.cols, row_panels = plan.row_panels;",
+            "  const int64_t panel_rows = plan.rows, tasks = plan.tasks;",
+            f"  #pragma omp parallel if(tasks > 1 && {m} * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
+            "  {",
+            f"    {acc_c}* acc = ({acc_c}*)std::malloc(sizeof({acc_c}) * panel_rows * panel_cols);",
+            *alloc,
+            "    #pragma omp for schedule(static)",
+            "    for (int64_t task = 0; task < tasks; ++task) {",
+            "      int64_t rest = task;",
+            "      const int64_t pc = rest % col_panels; rest /= col_panels;",
+            "      const int64_t pr = rest % row_panels; rest /= row_panels;",
+        ]
+        out += [f"      const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
+        out += ["      " + line for line in self._batch_offsets()]
+        out += [
+            "      int64_t m0, rows;",
+            f"      bz_panel_rows(pr, {m}, row_panels, &m0, &rows);",
+            f"      const int64_t c0 = pc * panel_cols, cols = std::min<int64_t>(panel_cols, {n} - c0);",
+            *["      " + line for line in product_lines],
+            "      for (int64_t r = 0; r < rows; ++r) {",
+            f"        const int64_t i{a.m} = m0 + r;",
+        ]
+        body = [f"const int64_t i{a.n} = c0 + c;"] + lines + stores
+        out += ["        " + line for line in self._row(body, yielded)]
+        out += ["      }", "    }", "    std::free(acc);", *frees, "  }"]
+        return out
+
+    def _library_product(self, k: str) -> tuple[list[str], list[str], list[str]]:
+        """The panel's product by the BLAS: its buffers' allocations, the
+        lines computing `acc`, and the frees."""
+        a = self.a
+        product = a.product_type
         lhs_offset = "m0" if a.transpose_lhs else "m0 * lda"
         rhs_offset = "c0 * ldb" if a.transpose_rhs else "c0"
         # A widened matrix (a narrow operand, see GemmAnalysis.product_type)
@@ -493,41 +673,8 @@ class GemmRenderer:
                              *["  " + line for line in matrices], f"  {call}", "}"]
         else:
             product_lines = matrices + [call]
-        out = [
-            f"  const int64_t batches = {batches};",
-            "  const int64_t threads = std::max<int64_t>(1, omp_get_max_threads());",
-        ]
-        whole_rows = "true" if a.kinds else "false"  # row statistics need whole rows in a panel
-        out += [
-            f"  const bz_panels plan = bz_plan_panels(batches, {m}, {n}, threads, {whole_rows}, {PANEL_COLUMNS}, "
-            f"{MIN_PANEL_COLUMNS}, {PANEL_FLOATS});",
-            "  const int64_t col_panels = plan.col_panels, panel_cols = plan.cols, row_panels = plan.row_panels;",
-            "  const int64_t panel_rows = plan.rows, tasks = plan.tasks;",
-            f"  #pragma omp parallel if(tasks > 1 && {m} * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
-            "  {",
-            f"    {acc_c}* acc = ({acc_c}*)std::malloc(sizeof({acc_c}) * panel_rows * panel_cols);",
-            *widen_alloc,
-            "    #pragma omp for schedule(static)",
-            "    for (int64_t task = 0; task < tasks; ++task) {",
-            "      int64_t rest = task;",
-            "      const int64_t pc = rest % col_panels; rest /= col_panels;",
-            "      const int64_t pr = rest % row_panels; rest /= row_panels;",
-        ]
-        out += [f"      const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
-        out += ["      " + line for line in self._batch_offsets()]
-        out += [
-            "      int64_t m0, rows;",
-            f"      bz_panel_rows(pr, {m}, row_panels, &m0, &rows);",
-            f"      const int64_t c0 = pc * panel_cols, cols = std::min<int64_t>(panel_cols, {n} - c0);",
-            *["      " + line for line in product_lines],
-            "      for (int64_t r = 0; r < rows; ++r) {",
-            f"        const int64_t i{a.m} = m0 + r;",
-        ]
-        body = [f"const int64_t i{a.n} = c0 + c;"] + lines + stores
-        out += ["        " + line for line in self._row(body, yielded)]
         frees = [f"    std::free(wide{number});" for number in (0, 1) if self._widened(number)]
-        out += ["      }", "    }", "    std::free(acc);", *frees, "  }"]
-        return out
+        return widen_alloc, product_lines, frees
 
     def _gemv(self, rows: int) -> list[str]:
         """Decode shapes: every weight element read once, for all `rows` rows.
