@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - started
     stats = compiled.stats
     if not args.quiet:
-        print(f"// braze IR in the kernel form ({braze.compiler.pipeline(braze.compiler.DEFAULT_OPTIONS)})")
+        print(f"// braze IR in the kernel form ({braze.compiler.pipeline({})})")
         print(compiled.module)
         source = stats["source"].read_text()
         print(f"// the LayerNorm kernel, from {stats['source']}")

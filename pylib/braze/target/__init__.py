@@ -100,8 +100,8 @@ class TargetOptions:
     # library's.
     flash_attention: bool = True
     # ... f16/bf16 attentions too (off: they stay the library's, measured
-    # faster on the CPU: docs/cpu.md; on Triton and the C-like GPU targets
-    # the default is on).
+    # faster on a CPU with AMX; the CPU's default is on without AMX:
+    # docs/cpu.md; on Triton and the C-like GPU targets the default is on).
     flash_attention_halves: bool = False
     # Replay the whole program as one CUDA graph after a warm-up call
     # (runtime/cuda_graph.py; a program on a CUDA device with static shapes,
