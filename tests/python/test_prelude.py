@@ -25,7 +25,7 @@ PRELUDE = Path(braze.__file__).parent / "codegen" / "cpp" / "prelude.h"
 # sin/cos/tan where gcc's tuning refuses gathers.
 FLAGS = compile_flags()  # as the CPU backend compiles
 
-F32, F64, I32, I64, U16 = "float", "double", "int32_t", "int64_t", "uint16_t"
+F32, F64, I32, I64, U16, U8 = "float", "double", "int32_t", "int64_t", "uint16_t", "uint8_t"
 # kernel name -> (argument types, result type, expression, vectorizes)
 KERNELS = {}
 # float computes these in double; double calls libm (not vectorized)
@@ -44,10 +44,12 @@ for h in ("bf16", "f16"):
     KERNELS[f"{h}_to_f32"] = ((U16,), F32, f"bz_{h}_to_f32(a[i])", True)
     KERNELS[f"f32_to_{h}"] = ((F32,), U16, f"bz_f32_to_{h}(a[i])", True)
     KERNELS[f"round_{h}"] = ((F32,), F32, f"bz_round_{h}(a[i])", True)
+for f8 in ("e4m3fn", "e5m2"):
+    KERNELS[f"{f8}_to_f32"] = ((U8,), F32, f"bz_{f8}_to_f32(a[i])", True)
 # the erf-form GELU exactly as the CPU backend emits it (its hottest use of bz_erf)
 KERNELS["gelu_f"] = ((F32,), F32, "0.5f * a[i] * (1.0f + bz_erf(a[i] * 0.7071067690849304f))", True)
 
-CTYPES = {F32: np.float32, F64: np.float64, I32: np.int32, I64: np.int64, U16: np.uint16}
+CTYPES = {F32: np.float32, F64: np.float64, I32: np.int32, I64: np.int64, U16: np.uint16, U8: np.uint8}
 
 
 def kernel_source():
@@ -449,6 +451,18 @@ def test_half_to_float_all_patterns(call, half):
     ours = call(f"{half}_to_f32", bits)
     theirs = torch.from_numpy(bits.view(np.int16)).view(HALVES[half]).float().numpy()
     assert np.array_equal(ours.view(np.uint32), theirs.view(np.uint32))  # NaN payloads too
+
+
+@pytest.mark.parametrize("float8", [torch.float8_e4m3fn, torch.float8_e5m2], ids=["e4m3fn", "e5m2"])
+def test_float8_to_float_all_patterns(call, float8):
+    """fp8 operands of scaled_mm and their GEMV (no table: the loop vectorises):
+    every pattern, subnormals, zeros' signs, infinities (e5m2) and NaNs."""
+    bits = np.arange(256, dtype=np.uint8)
+    ours = call(f"{str(float8).split('_')[-1]}_to_f32", bits)
+    theirs = torch.from_numpy(bits).view(float8).float().numpy()
+    nan = np.isnan(theirs)
+    assert np.array_equal(np.isnan(ours), nan)
+    assert np.array_equal(ours[~nan].view(np.uint32), theirs[~nan].view(np.uint32))
 
 
 def all_half_values(half):

@@ -167,16 +167,6 @@ static inline void bz_panel_rows(int64_t panel, int64_t m, int64_t panels, int64
   *count = (panel + 1) * m / panels - *first;
 }
 // ---- operands widened before the BLAS (8-bit floats, int8 weights; see docs/cpu.md) ----
-// e5m2 is the high byte of an f16; e4m3fn has 4 exponent bits (bias 7), 3 mantissa bits, no infinities
-// and NaN at S.1111.111. Kernels read them through a table of the 256 values made once per call.
-static inline float bz_e5m2_to_f32(uint8_t x) { return bz_f16_to_f32((uint16_t)(x << 8)); }
-static inline float bz_e4m3fn_to_f32(uint8_t x) {
-  const uint32_t e = (x >> 3) & 0xfu, m = x & 7u;
-  const float magnitude = e == 0xfu && m == 7u ? bz_from_bits(0x7fc00000u)
-                          : e == 0             ? (float)m * 0x1p-9f
-                                               : bz_from_bits(((e + 120u) << 23) | (m << 20));
-  return x & 0x80u ? -magnitude : magnitude;
-}
 // dst (row stride cols) = convert(src) over a rows x cols block of src (row stride ld).
 template <class S, class D, class F>
 static inline void bz_widen(const S* src, int64_t ld, int64_t rows, int64_t cols, D* dst, F convert) {
@@ -345,7 +335,7 @@ class GemmRenderer:
         float (a double for f64)."""
         element = type_name(self.a.inputs[number].type.element_type)
         if element in FLOAT8_DECODERS:
-            return f"f8_{number}[{expression}]"
+            return f"{FLOAT8_DECODERS[element]}({expression})"
         if element == "i8":
             return f"(float)({expression})"
         half = CStyleRenderer.half_load.get(element)
@@ -407,15 +397,6 @@ class GemmRenderer:
                   f"else bz_gemm_bf16_pairs<2, {PAIRS_COLUMNS}, {PAIRS_DEPTH}>{arguments}"]
         return alloc, calls, ["    std::free(pairs_lhs);", "    std::free(pairs_rhs);"]
 
-    def _float8_tables(self) -> list[str]:
-        lines = []
-        for number in (0, 1):
-            element = type_name(self.a.inputs[number].type.element_type)
-            if element in FLOAT8_DECODERS:
-                lines += [f"  float f8_{number}[256];",
-                          f"  for (int v = 0; v < 256; ++v) f8_{number}[v] = {FLOAT8_DECODERS[element]}((uint8_t)v);"]
-        return lines
-
     # -- pieces ---------------------------------------------------------
     def _head(self) -> list[str]:
         a = self.a
@@ -445,7 +426,7 @@ class GemmRenderer:
         lines.append(f"  const int64_t ldb = std::max<int64_t>({{stride1_{b}, {k if a.transpose_rhs else n}, 1}});")
         lines.append("  int failed = 0;")
         lines.append("  (void)sizes;")
-        return lines + self._float8_tables()
+        return lines
 
     def _batch_offsets(self) -> list[str]:
         """`base<i>`: the offset of the current batch index in input i."""

@@ -84,6 +84,16 @@ BZ_INLINE float bz_f16_to_f32(uint16_t h) {
   uint32_t r = e == 0x7c00u ? special : (e == 0 ? sub : (a << 13) + 0x38000000u);
   return bz_from_bits(r | ((uint32_t)(h & 0x8000u) << 16));
 }
+// e5m2 is the high byte of an f16; e4m3fn has 4 exponent bits (bias 7), 3 mantissa bits, no infinities
+// and NaN at S.1111.111. Branch-free, as bz_f16_to_f32, so that loops over them vectorise (a table of the
+// 256 values made a GEMV over fp8 weights gather each one).
+BZ_INLINE float bz_e5m2_to_f32(uint8_t x) { return bz_f16_to_f32((uint16_t)(x << 8)); }
+BZ_INLINE float bz_e4m3fn_to_f32(uint8_t x) {
+  const uint32_t a = x & 0x7fu;
+  const uint32_t sub = bz_bits(bz_from_bits((121u << 23) | (a << 20)) - 0x1p-6f);  // exponent 0: a * 2^-9
+  const uint32_t r = a == 0x7fu ? 0x7fc00000u : (a < 8u ? sub : (a << 20) + (120u << 23));
+  return bz_from_bits(r | (uint32_t)(x & 0x80u) << 24);
+}
 BZ_INLINE uint16_t bz_f32_to_f16(float x) {
   uint32_t u = bz_bits(x), a = u & 0x7fffffffu;
   uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;  // rebias, round half even
