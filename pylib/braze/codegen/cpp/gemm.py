@@ -258,7 +258,7 @@ static inline void bz_pairs_tile(const uint32_t* xp, const uint16_t* const* w, i
 // pairs of neighbours); B's columns are read as rows of K, in place from w (row stride ldw) where w is given and
 // the block has whole pairs, else packed into wbuf (where an int8 or fp8 weight is widened); then tiles of NB of
 // B's columns by a group of A's rows. xp holds (rows rounded up to 16 * H) * DEPTH / 2 words, wbuf
-// cols * (DEPTH + 1) halves.
+// NB * (DEPTH + 1) halves.
 template <int H, int NB, int DEPTH, class A, class B>
 static void bz_gemm_bf16_pairs(int64_t rows, int64_t cols, int64_t k, A a, B b, const uint16_t* w, int64_t ldw,
                                float* c, int64_t ldc, uint32_t* xp, uint16_t* wbuf) {
@@ -280,24 +280,25 @@ static void bz_gemm_bf16_pairs(int64_t rows, int64_t cols, int64_t k, A a, B b, 
           dst[p * R] = (uint32_t)a(r, k0 + 2 * p) | (uint32_t)a(r, k0 + 2 * p + 1) << 16;
         if (pairs > whole) dst[whole * R] = a(r, k0 + kc - 1);
       }
-    const uint16_t* wk = w + k0;
-    int64_t ldk = ldw;
-    if (w == nullptr || pairs > whole) {  // an odd last element pairs with a zero
-      ldk = 2 * pairs;
-      for (int64_t col = 0; col < cols; ++col) {
-        uint16_t* dst = wbuf + col * ldk;
-        #pragma omp simd
-        for (int64_t kk = 0; kk < kc; ++kk) dst[kk] = b(k0 + kk, col);
-        if (pairs > whole) dst[kc] = 0;
-      }
-      wk = wbuf;
-    }
+    // B's tile is packed just before its use, where it stays in cache for every group of rows.
+    const bool packed = w == nullptr || pairs > whole;  // an odd last element pairs with a zero
     float tile[NB * R];
     for (int64_t n0 = 0; n0 < cols; n0 += NB) {
       const int nb = (int)std::min<int64_t>(NB, cols - n0);
       // A short last tile repeats B's last column; those results are not stored.
       const uint16_t* w_rows[NB];
-      for (int n = 0; n < NB; ++n) w_rows[n] = wk + std::min<int64_t>(n0 + n, cols - 1) * ldk;
+      for (int n = 0; n < NB; ++n) {
+        const int64_t col = std::min<int64_t>(n0 + n, cols - 1);
+        if (!packed) {
+          w_rows[n] = w + col * ldw + k0;
+          continue;
+        }
+        uint16_t* dst = wbuf + n * 2 * pairs;
+        #pragma omp simd
+        for (int64_t kk = 0; kk < kc; ++kk) dst[kk] = b(k0 + kk, col);
+        if (pairs > whole) dst[kc] = 0;
+        w_rows[n] = dst;
+      }
       for (int64_t g = 0; g < groups; ++g) {
         bz_pairs_tile<H, NB>(xp + g * pairs * R, w_rows, pairs, tile);
         const int64_t group_rows = std::min<int64_t>(R, rows - g * R);
@@ -388,7 +389,7 @@ class GemmRenderer:
         depth = f"std::min<int64_t>({k}, {PAIRS_DEPTH})"
         alloc = [f"    uint32_t* pairs_lhs = (uint32_t*)std::malloc(sizeof(uint32_t) * (panel_rows + 31) / 32 * 32 * "
                  f"({depth} / 2 + 1));",
-                 f"    uint16_t* pairs_rhs = (uint16_t*)std::malloc(sizeof(uint16_t) * panel_cols * ({depth} + 1));"]
+                 f"    uint16_t* pairs_rhs = (uint16_t*)std::malloc(sizeof(uint16_t) * {PAIRS_COLUMNS} * ({depth} + 1));"]
         calls = [f"const auto lhs_bits = [&](int64_t r, int64_t kk) -> uint16_t {{ return {self._in_product_type(0, lhs)}; }};",
                  f"const auto rhs_bits = [&](int64_t kk, int64_t col) -> uint16_t {{ return {self._in_product_type(1, rhs)}; }};",
                  f"const uint16_t* rhs_rows = {'in1 + base1 + c0 * ldb' if in_place else 'nullptr'};"]
