@@ -25,7 +25,7 @@ def _sdpa(**options):
 
 
 def _check(function, args, dtype=torch.float32, **compile_options):
-    # f16/bf16 attentions are the library's by default (measured faster).
+    # f16/bf16 attentions are the library's by default where the CPU has AMX.
     options = {"flash_attention_halves": True}
     compiled = braze.compile(function, args, options=options, **compile_options)
     assert compiled.stats["flash_attentions"] == 1 and compiled.stats["gemms"] == 0
@@ -69,6 +69,26 @@ def test_matches_eager(dtype, shape, mask):
         m = torch.rand(l, s, generator=g) < 0.7
         m[0] = False
         _check(_sdpa(scale=0.3), (q, k, v, m), dtype)
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 12, 600, 33, 24), (2, 1, 130, 600, 32, 24)],
+                         ids=["16_rows_odd_depth", "blocks_of_32_rows"])
+def test_bf16_products_with_and_without_amx(shape, monkeypatch):
+    """bf16 attention's two products take bz_gemm_bf16_pairs where the CPU
+    has AVX512-BF16 and no AMX and MKL's half GEMM otherwise (the flags the
+    render reads set both ways), against eager: several key blocks (the
+    second product accumulating), an additive mask, an odd depth E for the
+    scores (a pair of E with a zero), items of at most 16 query rows and of
+    more. On a CPU without AVX512-BF16 both build the library's form."""
+    import braze.codegen.cpp.gemm as gemm
+
+    b, h, l, s, e, ev = shape
+    q, k, v = _qkv(b, h, l, s, e, ev, torch.bfloat16, seed=e)
+    m = torch.randn(b, 1, l, s, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
+    for flags, pairs in (({"avx512_bf16"}, True), ({"avx512_bf16", "amx_bf16"}, False)):
+        monkeypatch.setattr(gemm, "cpu_flags", lambda flags=flags: frozenset(flags))
+        compiled = _check(_sdpa(), (q, k, v, m), torch.bfloat16)
+        assert ("bz_gemm_bf16, true);" in compiled.stats["source"].read_text()) == pairs
 
 
 def test_causal_with_more_queries_than_keys():

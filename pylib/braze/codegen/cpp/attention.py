@@ -20,6 +20,7 @@ from __future__ import annotations
 from mlir import ir
 
 from braze.codegen.attention import AttentionAnalysis
+from braze.codegen.cpp.gemm import pairs_gemm_wins
 from braze.codegen.renderer import CStyleRenderer
 from braze.errors import BrazeError
 
@@ -35,30 +36,44 @@ BZ_INLINE float bz_same(float x) { return x; }
 BZ_INLINE double bz_same(double x) { return x; }
 // One work item's state: T the storage type, A the accumulator (float; double for double), widen/narrow
 // convert between them. Buffers are per thread, sized for the largest block. Halves (T uint16_t) go
-// through MKL's half GEMMs (`half_gemm`: bf16 or f16 operands, f32 products), the probabilities rounded
-// to T for the second one, as eager's softmax result is before its product with v.
+// through MKL's half GEMMs (`half_gemm`: bf16 or f16 operands, f32 products), or bz_gemm_bf16_pairs where
+// `pairs` (bf16 on a CPU with AVX512-BF16 and no AMX), the probabilities rounded to T for the second one, as
+// eager's softmax result is before its product with v.
 template <class T, class A, A (*widen)(T), T (*narrow)(A)>
 struct bz_attention {
   static constexpr bool same = sizeof(T) == sizeof(A);
   int64_t e, ev, ldq = 0;
   int64_t dot_rows = BZ_ATTENTION_GEMV_ROWS;  // up to this many rows: dot products (grouped heads: all)
   bz_hgemm_fn half_gemm;
+  bool pairs;
+  uint32_t* pairs_lhs = nullptr;  // bz_gemm_bf16_pairs' buffers
+  uint16_t* pairs_rhs = nullptr;
   A *scores, *acc, *row_max, *row_sum;
   A* block_max;      // per row, the max of the block's scaled, masked scores (the spelled loop's)
   T* probabilities;  // halves: the scores rounded for the second GEMM
   const T* q = nullptr;
-  bz_attention(int64_t q_block, int64_t kv_block, int64_t e_, int64_t ev_, bz_hgemm_fn half_gemm_ = nullptr)
-      : e(e_), ev(ev_), half_gemm(half_gemm_) {
+  bz_attention(int64_t q_block, int64_t kv_block, int64_t e_, int64_t ev_, bz_hgemm_fn half_gemm_ = nullptr,
+               bool pairs_ = false)
+      : e(e_), ev(ev_), half_gemm(half_gemm_), pairs(pairs_) {
     scores = (A*)std::malloc(sizeof(A) * q_block * kv_block);
     acc = (A*)std::malloc(sizeof(A) * q_block * ev);
     row_max = (A*)std::malloc(sizeof(A) * q_block);
     row_sum = (A*)std::malloc(sizeof(A) * q_block);
     block_max = (A*)std::malloc(sizeof(A) * q_block);
     probabilities = same ? nullptr : (T*)std::malloc(sizeof(T) * q_block * kv_block);
+#if defined(__AVX512BF16__)
+    if (pairs) {
+      const int64_t depth = std::max<int64_t>(e, kv_block);
+      pairs_lhs = (uint32_t*)std::malloc(sizeof(uint32_t) * bz_pairs_lhs_words(q_block, depth));
+      pairs_rhs = (uint16_t*)std::malloc(sizeof(uint16_t) * bz_pairs_rhs_halves(depth));
+    }
+#else
+    pairs = false;
+#endif
   }
   ~bz_attention() {
     std::free(scores); std::free(acc); std::free(row_max); std::free(row_sum); std::free(block_max);
-    std::free(probabilities);
+    std::free(probabilities); std::free(pairs_lhs); std::free(pairs_rhs);
   }
   // A new item: `rows` query rows (row stride ld), no key seen yet.
   void begin(int64_t rows, const T* query, int64_t ld) {
@@ -96,6 +111,14 @@ struct bz_attention {
     } else if constexpr (same) {
       bz_gemm(false, true, rows, cols, e, (const A*)q, ldq, (const A*)key, ld, scores, cols);
     } else {
+#if defined(__AVX512BF16__)
+      if (pairs) {
+        bz_gemm_bf16_pairs(rows, cols, e, [&](int64_t r, int64_t i) { return q[r * ldq + i]; },
+                           [&](int64_t i, int64_t c) { return key[c * ld + i]; }, key, ld, scores, cols, pairs_lhs,
+                           pairs_rhs);
+        return scores;
+      }
+#endif
       bz_gemm_half(half_gemm, false, true, rows, cols, e, (const uint16_t*)q, ldq, (const uint16_t*)key, ld,
                    scores, cols);
     }
@@ -154,6 +177,14 @@ struct bz_attention {
     } else if constexpr (same) {
       bz_gemm(false, false, rows, ev, cols, scores, cols, (const A*)value, ld, acc, ev, A(1));
     } else {
+#if defined(__AVX512BF16__)
+      if (pairs) {
+        bz_gemm_bf16_pairs(rows, ev, cols, [&](int64_t r, int64_t i) { return probabilities[r * cols + i]; },
+                           [&](int64_t i, int64_t c) { return value[i * ld + c]; }, nullptr, 0, acc, ev, pairs_lhs,
+                           pairs_rhs, true);
+        return;
+      }
+#endif
       bz_gemm_half(half_gemm, false, false, rows, ev, cols, (const uint16_t*)probabilities, cols,
                    (const uint16_t*)value, ld, acc, ev, 1.0f);
     }
@@ -243,6 +274,8 @@ class AttentionRenderer:
             lines.append(f"  const int64_t group = n{b - 1} / std::max<int64_t>(n{a.key_heads}, 1);")
         batches = " * ".join(f"n{d}" for d in range(b)) or "1"
         half_gemm = f", bz_gemm_{a.element}" if a.element in ("bf16", "f16") else ""
+        if a.element == "bf16" and pairs_gemm_wins():
+            half_gemm += ", true"  # bz_gemm_bf16_pairs for both products
         # grouped_heads: an item per key/value head, its rows the one query
         # row of each of the heads it serves (any row stride: dot products).
         grouped = a.grouped_heads

@@ -100,7 +100,8 @@ SUM_BLOCK = 1024
 FLOAT8_DECODERS = {"f8E4M3FN": "bz_e4m3fn_to_f32", "f8E5M2": "bz_e5m2_to_f32"}
 
 # The BLAS, in runtime/blas.py's NAMES order; then row-major wrappers.
-GEMM_PRELUDE = r"""
+GEMM_PRELUDE = (f"#define BZ_PAIRS_COLUMNS {PAIRS_COLUMNS}\n#define BZ_PAIRS_SMALL_ROWS {PAIRS_SMALL_ROWS}\n"
+                f"#define BZ_PAIRS_DEPTH {PAIRS_DEPTH}\n") + r"""
 // ---- fused GEMMs: MKL from torch, set by braze_set_blas (runtime/blas.py) ----
 typedef void (*bz_sgemm_fn)(const char*, const char*, const int*, const int*, const int*, const float*,
                             const float*, const int*, const float*, const int*, const float*, float*, const int*);
@@ -253,18 +254,17 @@ static inline void bz_pairs_tile(const uint32_t* xp, const uint16_t* const* w, i
     #pragma GCC unroll 4
     for (int h = 0; h < H; ++h) _mm512_storeu_ps(tile + (n * H + h) * 16, acc[n][h]);
 }
-// C [rows, cols] (f32, row stride ldc) = A B over depth k, on one thread; a(r, kk) and b(kk, col) give the bf16
-// bits of A's and B's elements. In blocks of DEPTH of K: A's rows are packed into xp (groups of 16 * H rows,
-// pairs of neighbours); B's columns are read as rows of K, in place from w (row stride ldw) where w is given and
-// the block has whole pairs, else packed into wbuf (where an int8 or fp8 weight is widened); then tiles of NB of
-// B's columns by a group of A's rows. xp holds (rows rounded up to 16 * H) * DEPTH / 2 words, wbuf
-// NB * (DEPTH + 1) halves.
+// C [rows, cols] (f32, row stride ldc) = A B (accumulate: C += A B) over depth k, on one thread; a(r, kk) and
+// b(kk, col) give the bf16 bits of A's and B's elements. In blocks of DEPTH of K: A's rows are packed into xp
+// (groups of 16 * H rows, pairs of neighbours); B's columns are read as rows of K, in place from w (row stride
+// ldw) where w is given and the block has whole pairs, else packed into wbuf (where an int8 or fp8 weight is
+// widened); then tiles of NB of B's columns by a group of A's rows.
 template <int H, int NB, int DEPTH, class A, class B>
-static void bz_gemm_bf16_pairs(int64_t rows, int64_t cols, int64_t k, A a, B b, const uint16_t* w, int64_t ldw,
-                               float* c, int64_t ldc, uint32_t* xp, uint16_t* wbuf) {
+static void bz_pairs_gemm(int64_t rows, int64_t cols, int64_t k, A a, B b, const uint16_t* w, int64_t ldw,
+                          float* c, int64_t ldc, uint32_t* xp, uint16_t* wbuf, bool accumulate) {
   constexpr int R = 16 * H;
   const int64_t groups = (rows + R - 1) / R;
-  if (k == 0)
+  if (k == 0 && !accumulate)
     for (int64_t r = 0; r < rows; ++r) std::fill(c + r * ldc, c + r * ldc + cols, 0.0f);
   for (int64_t k0 = 0; k0 < k; k0 += DEPTH) {
     const int64_t kc = std::min<int64_t>(DEPTH, k - k0), whole = kc / 2, pairs = (kc + 1) / 2;
@@ -304,14 +304,37 @@ static void bz_gemm_bf16_pairs(int64_t rows, int64_t cols, int64_t k, A a, B b, 
         const int64_t group_rows = std::min<int64_t>(R, rows - g * R);
         for (int64_t i = 0; i < group_rows; ++i) {
           float* out = c + (g * R + i) * ldc + n0;
-          for (int n = 0; n < nb; ++n) out[n] = (k0 == 0 ? 0.0f : out[n]) + tile[n * R + i];
+          for (int n = 0; n < nb; ++n) out[n] = (k0 == 0 && !accumulate ? 0.0f : out[n]) + tile[n * R + i];
         }
       }
     }
   }
 }
+// bz_pairs_gemm in its measured shape (codegen/cpp/gemm.py: PAIRS_*); its buffers: xp of
+// bz_pairs_lhs_words(rows, k) words, wbuf of bz_pairs_rhs_halves(k) halves.
+static inline int64_t bz_pairs_lhs_words(int64_t rows, int64_t k) {
+  return (rows + 31) / 32 * 32 * (std::min<int64_t>(k, BZ_PAIRS_DEPTH) / 2 + 1);
+}
+static inline int64_t bz_pairs_rhs_halves(int64_t k) {
+  return BZ_PAIRS_COLUMNS * (std::min<int64_t>(k, BZ_PAIRS_DEPTH) + 1);
+}
+template <class A, class B>
+static void bz_gemm_bf16_pairs(int64_t rows, int64_t cols, int64_t k, A a, B b, const uint16_t* w, int64_t ldw,
+                               float* c, int64_t ldc, uint32_t* xp, uint16_t* wbuf, bool accumulate = false) {
+  if (rows <= BZ_PAIRS_SMALL_ROWS)
+    bz_pairs_gemm<1, BZ_PAIRS_COLUMNS, BZ_PAIRS_DEPTH>(rows, cols, k, a, b, w, ldw, c, ldc, xp, wbuf, accumulate);
+  else
+    bz_pairs_gemm<2, BZ_PAIRS_COLUMNS, BZ_PAIRS_DEPTH>(rows, cols, k, a, b, w, ldw, c, ldc, xp, wbuf, accumulate);
+}
 #endif
 """
+
+
+def pairs_gemm_wins() -> bool:
+    """Whether bf16 products take `bz_gemm_bf16_pairs` rather than MKL's
+    half GEMM: a CPU with AVX512-BF16 and no AMX (see PAIRS_COLUMNS)."""
+    flags = cpu_flags()
+    return "avx512_bf16" in flags and "amx_bf16" not in flags
 
 
 class EpilogueRenderer(CppRenderer):
@@ -374,9 +397,8 @@ class GemmRenderer:
 
     def _pairs_panels(self) -> bool:
         """Whether the panels multiply with `bz_gemm_bf16_pairs` rather than
-        the library: a bf16 product on a CPU with AVX512-BF16 and no AMX."""
-        flags = cpu_flags()
-        return self.a.product_type == "bf16" and "avx512_bf16" in flags and "amx_bf16" not in flags
+        the library: a bf16 product where `pairs_gemm_wins()`."""
+        return self.a.product_type == "bf16" and pairs_gemm_wins()
 
     def _pairs_product(self, k: str) -> tuple[list[str], list[str], list[str]]:
         """The panel's product by `bz_gemm_bf16_pairs`: its buffers'
@@ -386,16 +408,13 @@ class GemmRenderer:
         rhs = (f"in1[base1 + (c0 + col) * ldb + kk]" if a.transpose_rhs else f"in1[base1 + kk * ldb + c0 + col]")
         # B's rows of K are read in place where it is stored bf16 along K.
         in_place = a.transpose_rhs and not self._widened(1)
-        depth = f"std::min<int64_t>({k}, {PAIRS_DEPTH})"
-        alloc = [f"    uint32_t* pairs_lhs = (uint32_t*)std::malloc(sizeof(uint32_t) * (panel_rows + 31) / 32 * 32 * "
-                 f"({depth} / 2 + 1));",
-                 f"    uint16_t* pairs_rhs = (uint16_t*)std::malloc(sizeof(uint16_t) * {PAIRS_COLUMNS} * ({depth} + 1));"]
+        alloc = [f"    uint32_t* pairs_lhs = (uint32_t*)std::malloc(sizeof(uint32_t) * bz_pairs_lhs_words(panel_rows, {k}));",
+                 f"    uint16_t* pairs_rhs = (uint16_t*)std::malloc(sizeof(uint16_t) * bz_pairs_rhs_halves({k}));"]
         calls = [f"const auto lhs_bits = [&](int64_t r, int64_t kk) -> uint16_t {{ return {self._in_product_type(0, lhs)}; }};",
                  f"const auto rhs_bits = [&](int64_t kk, int64_t col) -> uint16_t {{ return {self._in_product_type(1, rhs)}; }};",
                  f"const uint16_t* rhs_rows = {'in1 + base1 + c0 * ldb' if in_place else 'nullptr'};"]
-        arguments = f"(rows, cols, {k}, lhs_bits, rhs_bits, rhs_rows, ldb, acc, cols, pairs_lhs, pairs_rhs);"
-        calls += [f"if (rows <= {PAIRS_SMALL_ROWS}) bz_gemm_bf16_pairs<1, {PAIRS_COLUMNS}, {PAIRS_DEPTH}>{arguments}",
-                  f"else bz_gemm_bf16_pairs<2, {PAIRS_COLUMNS}, {PAIRS_DEPTH}>{arguments}"]
+        calls.append(f"bz_gemm_bf16_pairs(rows, cols, {k}, lhs_bits, rhs_bits, rhs_rows, ldb, acc, cols, pairs_lhs, "
+                     "pairs_rhs);")
         return alloc, calls, ["    std::free(pairs_lhs);", "    std::free(pairs_rhs);"]
 
     # -- pieces ---------------------------------------------------------
