@@ -79,14 +79,18 @@ def test_bf16_products_with_and_without_amx(shape, monkeypatch):
     render reads set both ways), against eager: several key blocks (the
     second product accumulating), an additive mask, an odd depth E for the
     scores (a pair of E with a zero), items of at most 16 query rows and of
-    more. On a CPU without AVX512-BF16 both build the library's form."""
+    more; and the pairs form built without AVX512-BF16. On a CPU without
+    AVX512-BF16 every build is the library's form."""
     import braze.codegen.cpp.gemm as gemm
 
     b, h, l, s, e, ev = shape
     q, k, v = _qkv(b, h, l, s, e, ev, torch.bfloat16, seed=e)
     m = torch.randn(b, 1, l, s, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
-    for flags, pairs in (({"avx512_bf16"}, True), ({"avx512_bf16", "amx_bf16"}, False)):
+    for flags, compiler, pairs in (({"avx512_bf16"}, None, True), ({"avx512_bf16", "amx_bf16"}, None, False),
+                                   ({"avx512_bf16"}, "g++ -mno-avx512bf16", True)):
         monkeypatch.setattr(gemm, "cpu_flags", lambda flags=flags: frozenset(flags))
+        if compiler:  # the pairs form built without AVX512-BF16: its #else, the library
+            monkeypatch.setenv("CXX", compiler)
         compiled = _check(_sdpa(), (q, k, v, m), torch.bfloat16)
         assert ("bz_gemm_bf16, true);" in compiled.stats["source"].read_text()) == pairs
 
