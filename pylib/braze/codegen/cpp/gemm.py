@@ -87,12 +87,13 @@ GEMV_NARROW_LANES = 64
 # (torch.mv: 30), 18 against 13 at M = 8; int8 at M = 1 1.16-1.19x faster.
 GEMV_GROUP = 4
 GEMV_ACCUMULATORS = 16
-# The bf16 GEMV (`bz_dot_bf16_pairs`) reads a group's weight rows side by
-# side only from rows of this many bytes (a page); shorter rows are read
-# whole, one after another. Measured on AMD Zen 4 (a standalone copy, 48 MB
+# A GEMV (`bz_dot_bf16_pairs`, and the loops over f32 or widened weights)
+# reads a group's weight rows side by side only from rows of this many
+# bytes (a page); shorter rows are read whole, one after another. Measured on AMD Zen 4 (a standalone copy, 48 MB
 # of bf16 weights, caches flushed, 1 and 2 threads, M = 1, 2, 4, three
 # runs each), one after another against side by side: K = 768 1.39-2.11x,
-# K = 1536 1.12-1.37x, K = 2048 0.82-1.15x, K = 4096 0.57-1.07x.
+# K = 1536 1.12-1.37x, K = 2048 0.82-1.15x, K = 4096 0.57-1.07x; f32 and
+# int8 at an LM head's 768 x 32000 1.25-2.3x (docs/cpu.md).
 GEMV_INTERLEAVED_ROW_BYTES = 4096
 # Below this many multiply-adds a fused GEMM runs on one thread.
 PARALLEL_WORK = 1 << 20
@@ -770,9 +771,31 @@ class GemmRenderer:
         vectors_per_weight_row = max(1, rows * lanes // GEMV_LANES)
         group = max(1, min(GEMV_GROUP, GEMV_ACCUMULATORS // vectors_per_weight_row))
         load_w = self._matrix_load(1, "w[g][kk]")
+        weight_bytes = f"{k} * (int64_t)sizeof(*w[0])"
         widening = [
-            f"float part[{rows}][{group}][{lanes}] = {{}};",
             "int64_t kb = 0;",
+            # As bz_dot_bf16_pairs: rows shorter than a page are read whole, one after another.
+            f"if ({weight_bytes} < {GEMV_INTERLEAVED_ROW_BYTES}) {{",
+            f"  for (int64_t g = 0; g < {group}; ++g) {{",
+            f"    float part[{rows}][{lanes}] = {{}};",
+            "    kb = 0;",
+            f"    for (; kb + {lanes} <= {k}; kb += {lanes})",
+            f"      #pragma GCC unroll {rows}",
+            f"      for (int64_t row = 0; row < {rows}; ++row) {{",
+            "        #pragma omp simd",
+            f"        for (int64_t l = 0; l < {lanes}; ++l) {{",
+            "          const int64_t kk = kb + l;",
+            f"          part[row][l] += {load_a} * {load_w};",
+            "        }",
+            "      }",
+            f"    for (int64_t row = 0; row < {rows}; ++row) {{",
+            "      float total = 0;",
+            f"      for (int64_t l = 0; l < {lanes}; ++l) total += part[row][l];",
+            "      sums[g][row] = total;",
+            "    }",
+            "  }",
+            "} else {",
+            f"float part[{rows}][{group}][{lanes}] = {{}};",
             f"for (; kb + {lanes} <= {k}; kb += {lanes})",
             "  // Unrolled, so that the accumulators live in registers (gcc kept them on the stack otherwise).",
             f"  #pragma GCC unroll {rows}",
@@ -791,6 +814,7 @@ class GemmRenderer:
             f"    for (int64_t l = 0; l < {lanes}; ++l) total += part[row][g][l];",
             "    sums[g][row] = total;",
             "  }",
+            "}",
         ]
         if self._bf16_pairs():
             widening = (["#if defined(__AVX512BF16__)",
