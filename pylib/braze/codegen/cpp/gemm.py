@@ -763,8 +763,9 @@ class GemmRenderer:
         with every input row in `lanes` lanes: the group's rows share the
         reads of x (re-read for every group, from L2 once M x K floats pass
         L1) and are independent streams. One row at a time read 14-17 GB/s
-        at M = 4, 4096 x 4096, 1 thread, four 27 (torch.mv: 31). `finish`
-        runs at each (row, column)."""
+        at M = 4, 4096 x 4096, 1 thread, four 27 (torch.mv: 31); rows
+        shorter than GEMV_INTERLEAVED_ROW_BYTES are read one after another.
+        `finish` runs at each (row, column)."""
         a = self.a
         n, k = f"n{a.n}", f"n{a.k}"
         lanes = GEMV_NARROW_LANES if self._narrow_weight() else GEMV_LANES
