@@ -17,8 +17,9 @@ from braze.errors import BrazeError
 
 
 @functools.lru_cache(maxsize=None)
+@functools.cache
 def cpu_flags() -> frozenset[str]:
-    """This CPU's flags from /proc/cpuinfo (empty where there is none): the
+    """This CPU's flags from /proc/cpuinfo (read once; empty where there is none): the
     extensions -march=native builds generated code for."""
     try:
         text = Path("/proc/cpuinfo").read_text()

@@ -26,6 +26,7 @@ Two forms, chosen from the shape (measured: docs/cpu.md):
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 from mlir import ir
 
@@ -89,9 +90,10 @@ GEMV_GROUP = 4
 GEMV_ACCUMULATORS = 16
 # A GEMV (`bz_dot_bf16_pairs`, and the loops over f32 or widened weights)
 # reads a group's weight rows side by side only from rows of this many
-# bytes (a page); shorter rows are read whole, one after another. Measured on AMD Zen 4 (a standalone copy, 48 MB
-# of bf16 weights, caches flushed, 1 and 2 threads, M = 1, 2, 4, three
-# runs each), one after another against side by side: K = 768 1.39-2.11x,
+# bytes (a page); shorter rows are read whole, one after another. Measured
+# on AMD Zen 4 (a standalone copy, 48 MB of bf16 weights, caches flushed, 1
+# and 2 threads, M = 1, 2, 4, three runs each), one after another against
+# side by side: K = 768 1.39-2.11x,
 # K = 1536 1.12-1.37x, K = 2048 0.82-1.15x, K = 4096 0.57-1.07x; f32 and
 # int8 at an LM head's 768 x 32000 1.25-2.3x (docs/cpu.md).
 GEMV_INTERLEAVED_ROW_BYTES = 4096
@@ -107,269 +109,13 @@ SUM_BLOCK = 1024
 # 8-bit float storage -> the prelude's exact conversion to float.
 FLOAT8_DECODERS = {"f8E4M3FN": "bz_e4m3fn_to_f32", "f8E5M2": "bz_e5m2_to_f32"}
 
-# The BLAS, in runtime/blas.py's NAMES order; then row-major wrappers.
+# The C++ the fused GEMM's functions call (the BLAS wrappers, panels, the
+# widening, the bf16 dot products and pairs GEMM), after the constants it
+# takes from here.
 GEMM_PRELUDE = (f"#define BZ_PAIRS_COLUMNS {PAIRS_COLUMNS}\n#define BZ_PAIRS_SMALL_ROWS {PAIRS_SMALL_ROWS}\n"
                 f"#define BZ_PAIRS_DEPTH {PAIRS_DEPTH}\n"
-                f"#define BZ_GEMV_INTERLEAVED_ROW_BYTES {GEMV_INTERLEAVED_ROW_BYTES}\n") + r"""
-// ---- fused GEMMs: MKL from torch, set by braze_set_blas (runtime/blas.py) ----
-typedef void (*bz_sgemm_fn)(const char*, const char*, const int*, const int*, const int*, const float*,
-                            const float*, const int*, const float*, const int*, const float*, float*, const int*);
-typedef void (*bz_dgemm_fn)(const char*, const char*, const int*, const int*, const int*, const double*,
-                            const double*, const int*, const double*, const int*, const double*, double*, const int*);
-typedef void (*bz_hgemm_fn)(int, int, int, int, int, int, float, const uint16_t*, int, const uint16_t*, int, float,
-                            float*, int);
-static bz_sgemm_fn bz_sgemm;
-static bz_dgemm_fn bz_dgemm;
-static bz_hgemm_fn bz_gemm_bf16, bz_gemm_f16;
-extern "C" void braze_set_blas(void* const* functions) {
-  bz_sgemm = (bz_sgemm_fn)functions[0];
-  bz_dgemm = (bz_dgemm_fn)functions[1];
-  bz_gemm_bf16 = (bz_hgemm_fn)functions[2];
-  bz_gemm_f16 = (bz_hgemm_fn)functions[3];
-}
-// Row-major C[m, n] (row stride ldc) = A B + beta C: A is [m, k] (ta: stored as [k, m]), B is [k, n] (tb:
-// stored as [n, k]), with row strides lda and ldb. The Fortran BLAS is column-major: it computes
-// C^T = B^T A^T.
-template <class T, class F>
-static inline void bz_gemm_cm(F gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                              const T* b, int64_t ldb, T* c, int64_t ldc, T beta) {
-  const char transa = ta ? 'T' : 'N', transb = tb ? 'T' : 'N';
-  const int rows = (int)n, cols = (int)m, depth = (int)k, la = (int)lda, lb = (int)ldb, lc = (int)ldc;
-  const T one = 1;
-  gemm(&transb, &transa, &rows, &cols, &depth, &one, b, &lb, a, &la, &beta, c, &lc);
-}
-static inline void bz_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                           const float* b, int64_t ldb, float* c, int64_t ldc, float beta = 0) {
-  bz_gemm_cm(bz_sgemm, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, beta);
-}
-static inline void bz_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-                           const double* b, int64_t ldb, double* c, int64_t ldc, double beta = 0) {
-  bz_gemm_cm(bz_dgemm, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, beta);
-}
-// How a fused GEMM's C (batches of m x n) splits into panels, one task each: column panels of at most
-// max_cols columns, narrowed (to min_cols or more) until the tasks divide among the threads (3 panels of
-// 1024 columns on 2 threads leave one idle for a panel); then row panels of at most max_floats / cols rows
-// (64 or more), as many more as make the tasks a multiple of the threads. whole_rows: one column panel.
-struct bz_panels {
-  int64_t col_panels, cols, row_panels, rows, tasks;  // cols, rows: the largest panel's
-};
-static inline bz_panels bz_plan_panels(int64_t batches, int64_t m, int64_t n, int64_t threads, bool whole_rows,
-                                       int64_t max_cols, int64_t min_cols, int64_t max_floats) {
-  bz_panels plan;
-  plan.col_panels = whole_rows ? 1 : std::max<int64_t>(1, (n + max_cols - 1) / max_cols);
-  if (!whole_rows && batches * plan.col_panels % threads != 0) {
-    const int64_t even = ((batches * plan.col_panels + threads - 1) / threads * threads + batches - 1) / batches;
-    if (n / even >= min_cols) plan.col_panels = even;
-  }
-  plan.cols = std::max<int64_t>(1, (n + plan.col_panels - 1) / plan.col_panels);
-  const int64_t max_rows = std::max<int64_t>(64, max_floats / plan.cols);
-  plan.row_panels = std::max<int64_t>(1, (m + max_rows - 1) / max_rows);
-  while (batches * plan.col_panels * plan.row_panels % threads != 0 && plan.row_panels < m) ++plan.row_panels;
-  plan.rows = std::max<int64_t>(1, (m + plan.row_panels - 1) / plan.row_panels);
-  plan.tasks = batches * plan.row_panels * plan.col_panels;
-  return plan;
-}
-// The rows [*first, *first + *count) of row panel `panel` of `panels` over m rows. Panels differ by one row
-// at most: a short last panel (811 rows after two of 5461, 6272 rows on 2 threads) left one thread with
-// most of the work.
-static inline void bz_panel_rows(int64_t panel, int64_t m, int64_t panels, int64_t* first, int64_t* count) {
-  *first = panel * m / panels;
-  *count = (panel + 1) * m / panels - *first;
-}
-// ---- operands widened before the BLAS (8-bit floats, int8 weights; see docs/cpu.md) ----
-// dst (row stride cols) = convert(src) over a rows x cols block of src (row stride ld).
-template <class S, class D, class F>
-static inline void bz_widen(const S* src, int64_t ld, int64_t rows, int64_t cols, D* dst, F convert) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const S* in = src + r * ld;
-    D* out = dst + r * cols;
-    #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) out[c] = convert(in[c]);
-  }
-}
-// f16/bf16 (uint16_t storage) into a float C, through MKL's row-major CBLAS.
-static inline void bz_gemm_half(bz_hgemm_fn gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                                const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb, float* c,
-                                int64_t ldc, float beta = 0) {
-  enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
-  gemm(ROW_MAJOR, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b,
-       (int)ldb, beta, c, (int)ldc);
-}
-#if defined(__AVX512BF16__)
-#include <immintrin.h>
-#include <cstring>
-// A GEMV step of bf16 rows by bf16 weight rows on AVX512-BF16: sums[g][r] = the dot product of x's row r (row
-// stride ldx) with weight row w[g] over the first K consumed (returned: a multiple of 32; the caller adds the
-// rest). Each instruction multiplies 16 pairs of neighbours of each vector and adds both products to one of
-// 16 f32 lanes: the products are exact and the sums f32 as the widening loop's (in another order), but bf16
-// inputs below the normal range count as zero. It reads half the vectors of widen-then-FMA and needs no
-// conversions (benchmarks/cpu/gemv.py; docs/cpu.md).
-template <int ROWS, int GROUP>
-static inline int64_t bz_dot_bf16_pairs(const uint16_t* x, int64_t ldx, const uint16_t* const* w, int64_t k,
-                                        float (*sums)[ROWS]) {
-  int64_t kb = 0;
-  if (k * (int64_t)sizeof(uint16_t) < BZ_GEMV_INTERLEAVED_ROW_BYTES) {
-    // Weight rows shorter than a page are read whole, one after another: one stream through memory (with the
-    // rows interleaved, Zen 4 read 768-long rows at 0.5-0.7x the speed; docs/cpu.md), four chains per row.
-    constexpr int C = 4;
-    for (int g = 0; g < GROUP; ++g) {
-      __m512 part[ROWS][C];
-      #pragma GCC unroll 16
-      for (int r = 0; r < ROWS; ++r)
-        #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) part[r][c] = _mm512_setzero_ps();
-      kb = 0;
-      for (; kb + 32 * C <= k; kb += 32 * C)
-        #pragma GCC unroll 4
-        for (int c = 0; c < C; ++c) {
-          const __m512bh wv = (__m512bh)_mm512_loadu_si512(w[g] + kb + 32 * c);
-          #pragma GCC unroll 16
-          for (int r = 0; r < ROWS; ++r)
-            part[r][c] = _mm512_dpbf16_ps(part[r][c], (__m512bh)_mm512_loadu_si512(x + r * ldx + kb + 32 * c), wv);
-        }
-      for (; kb + 32 <= k; kb += 32) {
-        const __m512bh wv = (__m512bh)_mm512_loadu_si512(w[g] + kb);
-        #pragma GCC unroll 16
-        for (int r = 0; r < ROWS; ++r)
-          part[r][0] = _mm512_dpbf16_ps(part[r][0], (__m512bh)_mm512_loadu_si512(x + r * ldx + kb), wv);
-      }
-      #pragma GCC unroll 16
-      for (int r = 0; r < ROWS; ++r)
-        sums[g][r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(part[r][0], part[r][1]),
-                                                        _mm512_add_ps(part[r][2], part[r][3])));
-    }
-    return kb;
-  }
-  // Longer rows: the group's rows side by side, each x vector loaded once for all of them.
-  __m512 part[ROWS][GROUP];
-  #pragma GCC unroll 16
-  for (int r = 0; r < ROWS; ++r)
-    #pragma GCC unroll 16
-    for (int g = 0; g < GROUP; ++g) part[r][g] = _mm512_setzero_ps();
-  for (; kb + 32 <= k; kb += 32) {
-    __m512bh wv[GROUP];
-    #pragma GCC unroll 16
-    for (int g = 0; g < GROUP; ++g) wv[g] = (__m512bh)_mm512_loadu_si512(w[g] + kb);
-    #pragma GCC unroll 16
-    for (int r = 0; r < ROWS; ++r) {
-      const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + r * ldx + kb);
-      #pragma GCC unroll 16
-      for (int g = 0; g < GROUP; ++g) part[r][g] = _mm512_dpbf16_ps(part[r][g], xv, wv[g]);
-    }
-  }
-  #pragma GCC unroll 16
-  for (int r = 0; r < ROWS; ++r)
-    #pragma GCC unroll 16
-    for (int g = 0; g < GROUP; ++g) sums[g][r] = _mm512_reduce_add_ps(part[r][g]);
-  return kb;
-}
-// ---- bf16 products where the CPU has AVX512-BF16 but no AMX (docs/cpu.md: MKL's half GEMM there ran at its
-// f32 speed) ----
-// tile[n][i] = the dot product of row i of a group of 16 * H rows, packed as pairs of neighbours along K (xp: one
-// 32-bit lane per row, 16 * H lanes per pair), with row n of w (NB rows of bf16 along K) over `pairs` pairs. Each
-// pair of a w row is broadcast and one vdpbf16ps multiplies 16 rows by it: exact products, f32 sums.
-template <int H, int NB>
-static inline void bz_pairs_tile(const uint32_t* xp, const uint16_t* const* w, int64_t pairs, float* tile) {
-  __m512 acc[NB][H];
-  const uint16_t* rows[NB];
-  #pragma GCC unroll 16
-  for (int n = 0; n < NB; ++n) {
-    rows[n] = w[n];
-    #pragma GCC unroll 4
-    for (int h = 0; h < H; ++h) acc[n][h] = _mm512_setzero_ps();
-  }
-  for (int64_t p = 0; p < pairs; ++p) {
-    __m512bh x[H];
-    #pragma GCC unroll 4
-    for (int h = 0; h < H; ++h) x[h] = (__m512bh)_mm512_loadu_si512(xp + (p * H + h) * 16);
-    #pragma GCC unroll 16
-    for (int n = 0; n < NB; ++n) {
-      int32_t pair;
-      std::memcpy(&pair, rows[n] + 2 * p, sizeof(pair));
-      const __m512bh b = (__m512bh)_mm512_set1_epi32(pair);
-      #pragma GCC unroll 4
-      for (int h = 0; h < H; ++h) acc[n][h] = _mm512_dpbf16_ps(acc[n][h], x[h], b);
-    }
-  }
-  #pragma GCC unroll 16
-  for (int n = 0; n < NB; ++n)
-    #pragma GCC unroll 4
-    for (int h = 0; h < H; ++h) _mm512_storeu_ps(tile + (n * H + h) * 16, acc[n][h]);
-}
-// C [rows, cols] (f32, row stride ldc) = A B (accumulate: C += A B) over depth k, on one thread; a(r, kk) and
-// b(kk, col) give the bf16 bits of A's and B's elements. In blocks of DEPTH of K: A's rows are packed into xp
-// (groups of 16 * H rows, pairs of neighbours); B's columns are read as rows of K, in place from w (row stride
-// ldw) where w is given and the block has whole pairs, else packed into wbuf (where an int8 or fp8 weight is
-// widened); then tiles of NB of B's columns by a group of A's rows.
-template <int H, int NB, int DEPTH, class A, class B>
-static void bz_pairs_gemm(int64_t rows, int64_t cols, int64_t k, A a, B b, const uint16_t* w, int64_t ldw,
-                          float* c, int64_t ldc, uint32_t* xp, uint16_t* wbuf, bool accumulate) {
-  constexpr int R = 16 * H;
-  const int64_t groups = (rows + R - 1) / R;
-  if (k == 0 && !accumulate)
-    for (int64_t r = 0; r < rows; ++r) std::fill(c + r * ldc, c + r * ldc + cols, 0.0f);
-  for (int64_t k0 = 0; k0 < k; k0 += DEPTH) {
-    const int64_t kc = std::min<int64_t>(DEPTH, k - k0), whole = kc / 2, pairs = (kc + 1) / 2;
-    for (int64_t g = 0; g < groups; ++g)
-      for (int i = 0; i < R; ++i) {
-        uint32_t* dst = xp + g * pairs * R + i;
-        const int64_t r = g * R + i;
-        if (r >= rows) {
-          for (int64_t p = 0; p < pairs; ++p) dst[p * R] = 0;
-          continue;
-        }
-        for (int64_t p = 0; p < whole; ++p)
-          dst[p * R] = (uint32_t)a(r, k0 + 2 * p) | (uint32_t)a(r, k0 + 2 * p + 1) << 16;
-        if (pairs > whole) dst[whole * R] = a(r, k0 + kc - 1);
-      }
-    // B's tile is packed just before its use, where it stays in cache for every group of rows.
-    const bool packed = w == nullptr || pairs > whole;  // an odd last element pairs with a zero
-    float tile[NB * R];
-    for (int64_t n0 = 0; n0 < cols; n0 += NB) {
-      const int nb = (int)std::min<int64_t>(NB, cols - n0);
-      // A short last tile repeats B's last column; those results are not stored.
-      const uint16_t* w_rows[NB];
-      for (int n = 0; n < NB; ++n) {
-        const int64_t col = std::min<int64_t>(n0 + n, cols - 1);
-        if (!packed) {
-          w_rows[n] = w + col * ldw + k0;
-          continue;
-        }
-        uint16_t* dst = wbuf + n * 2 * pairs;
-        #pragma omp simd
-        for (int64_t kk = 0; kk < kc; ++kk) dst[kk] = b(k0 + kk, col);
-        if (pairs > whole) dst[kc] = 0;
-        w_rows[n] = dst;
-      }
-      for (int64_t g = 0; g < groups; ++g) {
-        bz_pairs_tile<H, NB>(xp + g * pairs * R, w_rows, pairs, tile);
-        const int64_t group_rows = std::min<int64_t>(R, rows - g * R);
-        for (int64_t i = 0; i < group_rows; ++i) {
-          float* out = c + (g * R + i) * ldc + n0;
-          for (int n = 0; n < nb; ++n) out[n] = (k0 == 0 && !accumulate ? 0.0f : out[n]) + tile[n * R + i];
-        }
-      }
-    }
-  }
-}
-// bz_pairs_gemm in its measured shape (codegen/cpp/gemm.py: PAIRS_*); its buffers: xp of
-// bz_pairs_lhs_words(rows, k) words, wbuf of bz_pairs_rhs_halves(k) halves.
-static inline int64_t bz_pairs_lhs_words(int64_t rows, int64_t k) {
-  return (rows + 31) / 32 * 32 * (std::min<int64_t>(k, BZ_PAIRS_DEPTH) / 2 + 1);
-}
-static inline int64_t bz_pairs_rhs_halves(int64_t k) {
-  return BZ_PAIRS_COLUMNS * (std::min<int64_t>(k, BZ_PAIRS_DEPTH) + 1);
-}
-template <class A, class B>
-static void bz_gemm_bf16_pairs(int64_t rows, int64_t cols, int64_t k, A a, B b, const uint16_t* w, int64_t ldw,
-                               float* c, int64_t ldc, uint32_t* xp, uint16_t* wbuf, bool accumulate = false) {
-  if (rows <= BZ_PAIRS_SMALL_ROWS)
-    bz_pairs_gemm<1, BZ_PAIRS_COLUMNS, BZ_PAIRS_DEPTH>(rows, cols, k, a, b, w, ldw, c, ldc, xp, wbuf, accumulate);
-  else
-    bz_pairs_gemm<2, BZ_PAIRS_COLUMNS, BZ_PAIRS_DEPTH>(rows, cols, k, a, b, w, ldw, c, ldc, xp, wbuf, accumulate);
-}
-#endif
-"""
+                f"#define BZ_GEMV_INTERLEAVED_ROW_BYTES {GEMV_INTERLEAVED_ROW_BYTES}\n"
+                + Path(__file__).with_name("gemm_prelude.h").read_text())
 
 
 def pairs_gemm_wins() -> bool:
@@ -446,8 +192,8 @@ class GemmRenderer:
         """The panel's product by `bz_gemm_bf16_pairs`: its buffers'
         allocations, the lines computing `acc`, and the frees."""
         a = self.a
-        lhs = (f"in0[base0 + kk * lda + m0 + r]" if a.transpose_lhs else f"in0[base0 + (m0 + r) * lda + kk]")
-        rhs = (f"in1[base1 + (c0 + col) * ldb + kk]" if a.transpose_rhs else f"in1[base1 + kk * ldb + c0 + col]")
+        lhs = "in0[base0 + kk * lda + m0 + r]" if a.transpose_lhs else "in0[base0 + (m0 + r) * lda + kk]"
+        rhs = "in1[base1 + (c0 + col) * ldb + kk]" if a.transpose_rhs else "in1[base1 + kk * ldb + c0 + col]"
         # B's rows of K are read in place where it is stored bf16 along K.
         in_place = a.transpose_rhs and not self._widened(1)
         alloc = [f"    uint32_t* pairs_lhs = (uint32_t*)std::malloc(sizeof(uint32_t) * bz_pairs_lhs_words(panel_rows, {k}));",
