@@ -113,9 +113,9 @@ struct bz_attention {
     } else {
 #if defined(__AVX512BF16__)
       if (pairs) {
-        bz_gemm_bf16_pairs(rows, cols, e, [&](int64_t r, int64_t i) { return q[r * ldq + i]; },
-                           [&](int64_t i, int64_t c) { return key[c * ld + i]; }, key, ld, scores, cols, pairs_lhs,
-                           pairs_rhs);
+        bz_gemm_bf16_pairs<false>(rows, cols, e, [&](int64_t r, int64_t i) { return q[r * ldq + i]; },
+                                  [&](int64_t i, int64_t c) { return key[c * ld + i]; }, key, ld, scores, cols, pairs_lhs,
+                                  pairs_rhs);
         return scores;
       }
 #endif
@@ -179,9 +179,9 @@ struct bz_attention {
     } else {
 #if defined(__AVX512BF16__)
       if (pairs) {
-        bz_gemm_bf16_pairs(rows, ev, cols, [&](int64_t r, int64_t i) { return probabilities[r * cols + i]; },
-                           [&](int64_t i, int64_t c) { return value[i * ld + c]; }, nullptr, 0, acc, ev, pairs_lhs,
-                           pairs_rhs, true);
+        bz_gemm_bf16_pairs<true>(rows, ev, cols, [&](int64_t r, int64_t i) { return probabilities[r * cols + i]; },
+                                 [&](int64_t i, int64_t c) { return value[i * ld + c]; }, nullptr, 0, acc, ev, pairs_lhs,
+                                 pairs_rhs, true);
         return;
       }
 #endif

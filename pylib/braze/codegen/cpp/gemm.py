@@ -201,7 +201,7 @@ class GemmRenderer:
         calls = [f"const auto lhs_bits = [&](int64_t r, int64_t kk) -> uint16_t {{ return {self._in_product_type(0, lhs)}; }};",
                  f"const auto rhs_bits = [&](int64_t kk, int64_t col) -> uint16_t {{ return {self._in_product_type(1, rhs)}; }};",
                  f"const uint16_t* rhs_rows = {'in1 + base1 + c0 * ldb' if in_place else 'nullptr'};"]
-        calls.append(f"bz_gemm_bf16_pairs(rows, cols, {k}, lhs_bits, rhs_bits, rhs_rows, ldb, acc, cols, pairs_lhs, "
+        calls.append(f"bz_gemm_bf16_pairs<{'false' if a.transpose_rhs else 'true'}>(rows, cols, {k}, lhs_bits, rhs_bits, rhs_rows, ldb, acc, cols, pairs_lhs, "
                      "pairs_rhs);")
         return alloc, calls, ["    std::free(pairs_lhs);", "    std::free(pairs_rhs);"]
 

@@ -190,8 +190,8 @@ static inline void bz_pairs_tile(const uint32_t* xp, const uint16_t* const* w, i
 // b(kk, col) give the bf16 bits of A's and B's elements. In blocks of DEPTH of K: A's rows are packed into xp
 // (groups of 16 * H rows, pairs of neighbours); B's columns are read as rows of K, in place from w (row stride
 // ldw) where w is given and the block has whole pairs, else packed into wbuf (where an int8 or fp8 weight is
-// widened); then tiles of NB of B's columns by a group of A's rows.
-template <int H, int NB, int DEPTH, class A, class B>
+// widened; B_ALONG_N: B is stored with its rows along N); then tiles of NB of B's columns by a group of A's rows.
+template <int H, int NB, int DEPTH, bool B_ALONG_N, class A, class B>
 static void bz_pairs_gemm(int64_t rows, int64_t cols, int64_t k, A a, B b, const uint16_t* w, int64_t ldw,
                           float* c, int64_t ldc, uint32_t* xp, uint16_t* wbuf, bool accumulate) {
   constexpr int R = 16 * H;
@@ -219,18 +219,20 @@ static void bz_pairs_gemm(int64_t rows, int64_t cols, int64_t k, A a, B b, const
       const int nb = (int)std::min<int64_t>(NB, cols - n0);
       // A short last tile repeats B's last column; those results are not stored.
       const uint16_t* w_rows[NB];
-      for (int n = 0; n < NB; ++n) {
-        const int64_t col = std::min<int64_t>(n0 + n, cols - 1);
-        if (!packed) {
-          w_rows[n] = w + col * ldw + k0;
-          continue;
+      for (int n = 0; n < NB; ++n)
+        w_rows[n] = packed ? wbuf + n * 2 * pairs : w + std::min<int64_t>(n0 + n, cols - 1) * ldw + k0;
+      // Packed in the order B is stored: along N, a tile's columns share each row's line.
+      if (packed && B_ALONG_N)
+        for (int64_t kk = 0; kk < kc; ++kk)
+          for (int n = 0; n < NB; ++n) wbuf[n * 2 * pairs + kk] = b(k0 + kk, std::min<int64_t>(n0 + n, cols - 1));
+      else if (packed)
+        for (int n = 0; n < NB; ++n) {
+          const int64_t col = std::min<int64_t>(n0 + n, cols - 1);
+          #pragma omp simd
+          for (int64_t kk = 0; kk < kc; ++kk) wbuf[n * 2 * pairs + kk] = b(k0 + kk, col);
         }
-        uint16_t* dst = wbuf + n * 2 * pairs;
-        #pragma omp simd
-        for (int64_t kk = 0; kk < kc; ++kk) dst[kk] = b(k0 + kk, col);
-        if (pairs > whole) dst[kc] = 0;
-        w_rows[n] = dst;
-      }
+      if (packed && pairs > whole)
+        for (int n = 0; n < NB; ++n) wbuf[n * 2 * pairs + kc] = 0;
       for (int64_t g = 0; g < groups; ++g) {
         bz_pairs_tile<H, NB>(xp + g * pairs * R, w_rows, pairs, tile);
         const int64_t group_rows = std::min<int64_t>(R, rows - g * R);
@@ -250,12 +252,12 @@ static inline int64_t bz_pairs_lhs_words(int64_t rows, int64_t k) {
 static inline int64_t bz_pairs_rhs_halves(int64_t k) {
   return BZ_PAIRS_COLUMNS * (std::min<int64_t>(k, BZ_PAIRS_DEPTH) + 1);
 }
-template <class A, class B>
+template <bool B_ALONG_N, class A, class B>
 static void bz_gemm_bf16_pairs(int64_t rows, int64_t cols, int64_t k, A a, B b, const uint16_t* w, int64_t ldw,
                                float* c, int64_t ldc, uint32_t* xp, uint16_t* wbuf, bool accumulate = false) {
   if (rows <= BZ_PAIRS_SMALL_ROWS)
-    bz_pairs_gemm<1, BZ_PAIRS_COLUMNS, BZ_PAIRS_DEPTH>(rows, cols, k, a, b, w, ldw, c, ldc, xp, wbuf, accumulate);
+    bz_pairs_gemm<1, BZ_PAIRS_COLUMNS, BZ_PAIRS_DEPTH, B_ALONG_N>(rows, cols, k, a, b, w, ldw, c, ldc, xp, wbuf, accumulate);
   else
-    bz_pairs_gemm<2, BZ_PAIRS_COLUMNS, BZ_PAIRS_DEPTH>(rows, cols, k, a, b, w, ldw, c, ldc, xp, wbuf, accumulate);
+    bz_pairs_gemm<2, BZ_PAIRS_COLUMNS, BZ_PAIRS_DEPTH, B_ALONG_N>(rows, cols, k, a, b, w, ldw, c, ldc, xp, wbuf, accumulate);
 }
 #endif
