@@ -16,7 +16,9 @@ more); the median over rounds is kept. Models:
   CPU target's decode_gemm_rows; eager is the library's GEMM);
 * `silu`: SiLU(x @ W^T + b) (an epilogue per element);
 * `layernorm`: LayerNorm(r + x @ W^T + b) (row statistics: the GEMM's
-  epilogue sums each row).
+  epilogue sums each row);
+* `conv1d`: addmm(b, x, W) with W [K, N], GPT-2's Conv1D (the weight's
+  rows run along N).
 
     .venv/bin/python benchmarks/cpu/gemv.py [--threads 1] [--rounds 21] [--calls 5]
         [--shapes 4096x4096,4096x11008,11008x4096] [--dtypes f32,bf16] [--rows 1,4] [--models linear,silu,layernorm]
@@ -60,8 +62,19 @@ def make_model(torch, kind: str, k: int, n: int, dtype):
         def forward(self, x, residual):
             return self.norm(residual + self.fc(x))
 
+    class Conv1D(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(k, n, dtype=dtype) * k ** -0.5)
+            self.bias = torch.nn.Parameter(torch.randn(n, dtype=dtype))
+
+        def forward(self, x):
+            return torch.addmm(self.bias, x, self.weight)
+
     if kind == "linear":
         return torch.nn.Linear(k, n, dtype=dtype).eval()
+    if kind == "conv1d":
+        return Conv1D().eval()
     return (Silu() if kind == "silu" else Norm()).eval()
 
 
@@ -113,7 +126,7 @@ def main(argv=None) -> int:
                     inputs = (torch.randn(m, k, dtype=dtype),)
                     if kind == "layernorm":
                         inputs += (torch.randn(m, n, dtype=dtype),)
-                    weight = model.weight if kind == "linear" else model.fc.weight
+                    weight = model.weight if kind in ("linear", "conv1d") else model.fc.weight
                     weight_bytes = weight.numel() * weight.element_size()
                     probe = torch.randn(weight_bytes // 4 // 4096, 4096)
                     ones = torch.ones(4096)

@@ -182,6 +182,38 @@ def test_decode_gemv(case, dtype, rows, depth):
     _check(text, _inputs(shapes, rows, torch_dtype, seed=depth, k=depth), tolerance)
 
 
+ROW_MAJOR_BATCHED = """
+func.func @f(%x: tensor<3xMxKxDT>, %w: tensor<3xKxNxDT>, %b: tensor<NxDT>) -> tensor<3xMxNxDT> {
+  %p = braze.bmm %x, %w : tensor<3xMxKxDT>, tensor<3xKxNxDT> -> tensor<3xMxNxDT>
+  %y = braze.add %p, %b : tensor<3xMxNxDT>, tensor<NxDT> -> tensor<3xMxNxDT>
+  return %y : tensor<3xMxNxDT>
+}"""
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows,depth,cols", [(1, 70, 16500), (4, 300, 4200), (16, 300, 1100), (3, 1001, 37),
+                                              (4, 5, 8)])
+def test_row_major_gemv_blocks_and_slices(dtype, rows, depth, cols):
+    """The GEMV over B [K, N] splits N into blocks whose partial sums fit
+    GEMV_SUMS_FLOATS (16500 columns at M = 1, 4200 at M = 4, 1100 at M = 16:
+    two blocks) and K into slices summed in order afterwards (K = 1001: 16
+    slices of 63 rows, steps of 8 and single rows), per batch; K = 5: single
+    rows only.
+    bf16 takes the GEMV at M <= 4 only (GEMV_HALF_ROW_MAJOR_ROWS)."""
+    if dtype == "bf16" and rows > 4:
+        pytest.skip("a bf16 product at M > 4 multiplies in panels")
+    text = ROW_MAJOR_BATCHED.replace("DT", dtype).replace("Mx", f"{rows}x").replace("xK", f"x{depth}")
+    text = text.replace("Kx", f"{depth}x").replace("xN", f"x{cols}").replace("<N", f"<{cols}")
+    torch_dtype, tolerance = DTYPES[dtype]
+    inputs = _inputs([(3, rows, depth), (3, depth, cols), (cols,)], rows, torch_dtype, seed=depth)
+    (expected,) = braze.reference.run(braze.parse(text), *inputs)
+    program = braze.compile_mlir(text)
+    assert program.stats["fused_gemms"] == 1
+    assert "col_blocks" in program.stats["source"].read_text()
+    (actual,) = program(*inputs)
+    assert _close(actual, expected, tolerance * 4)
+
+
 @pytest.mark.parametrize("rows", [1, 2, 4])
 def test_bf16_gemv_with_and_without_bf16_dot_products(rows, monkeypatch):
     """A bf16 GEMV multiplies pairs of bf16 neighbours where the compiler

@@ -55,6 +55,7 @@ GEMV_HALF_ROWS = range(2, 3)
 # GEMM: M = 1 0.93-1.46x, M = 2 1.63-1.95x, M = 4 1.27-1.52x (73-91% of
 # torch.mv's f32 read), M = 8 0.66-0.82x (x's 8 rows outgrow L1).
 GEMV_BF16_PAIRS_ROWS = range(1, 5)
+GEMV_HALF_ROW_MAJOR_ROWS = range(1, 5)
 # bf16 products on a CPU with AVX512-BF16 and no AMX multiply in braze's
 # `bz_gemm_bf16_pairs`: MKL's bf16 GEMM there ran at its f32 speed (AMD
 # Zen 4, 2 threads, 128 x 4096 x 4096: 27.7 ms, torch.mm's bf16 10.5 ms,
@@ -97,6 +98,14 @@ GEMV_ACCUMULATORS = 16
 # K = 1536 1.12-1.37x, K = 2048 0.82-1.15x, K = 4096 0.57-1.07x; f32 and
 # int8 at an LM head's 768 x 32000 1.25-2.3x (docs/cpu.md).
 GEMV_INTERLEAVED_ROW_BYTES = 4096
+# A GEMV over B [K, N] (GPT-2's Conv1D) steps GEMV_ROW_MAJOR_STEP rows of K
+# at a time over a block of columns whose rows x columns f32 sums fit in
+# GEMV_SUMS_FLOATS, in slices of K of at least GEMV_SLICE_DEPTH rows, as
+# many as make about GEMV_TASKS tasks.
+GEMV_ROW_MAJOR_STEP = 8
+GEMV_SUMS_FLOATS = 16384
+GEMV_SLICE_DEPTH = 64
+GEMV_TASKS = 16
 # Below this many multiply-adds a fused GEMM runs on one thread.
 PARALLEL_WORK = 1 << 20
 # Below this many weight elements a GEMV runs on one thread. A GEMV streams
@@ -201,8 +210,9 @@ class GemmRenderer:
         calls = [f"const auto lhs_bits = [&](int64_t r, int64_t kk) -> uint16_t {{ return {self._in_product_type(0, lhs)}; }};",
                  f"const auto rhs_bits = [&](int64_t kk, int64_t col) -> uint16_t {{ return {self._in_product_type(1, rhs)}; }};",
                  f"const uint16_t* rhs_rows = {'in1 + base1 + c0 * ldb' if in_place else 'nullptr'};"]
-        calls.append(f"bz_gemm_bf16_pairs<{'false' if a.transpose_rhs else 'true'}>(rows, cols, {k}, lhs_bits, rhs_bits, rhs_rows, ldb, acc, cols, pairs_lhs, "
-                     "pairs_rhs);")
+        along_n = "false" if a.transpose_rhs else "true"
+        calls.append(f"bz_gemm_bf16_pairs<{along_n}>(rows, cols, {k}, lhs_bits, rhs_bits, rhs_rows, ldb, acc, cols, "
+                     "pairs_lhs, pairs_rhs);")
         return alloc, calls, ["    std::free(pairs_lhs);", "    std::free(pairs_rhs);"]
 
     # -- pieces ---------------------------------------------------------
@@ -359,7 +369,12 @@ class GemmRenderer:
         a = self.a
         m = a.static_m
         half_weights = a.product_type in ("bf16", "f16") and not self._narrow_weight()
-        half_rows = GEMV_BF16_PAIRS_ROWS if self._bf16_pairs() and "avx512_bf16" in cpu_flags() else GEMV_HALF_ROWS
+        if not a.transpose_rhs:
+            half_rows = GEMV_HALF_ROW_MAJOR_ROWS
+        elif self._bf16_pairs() and "avx512_bf16" in cpu_flags():
+            half_rows = GEMV_BF16_PAIRS_ROWS
+        else:
+            half_rows = GEMV_HALF_ROWS
         decode = m in half_rows if half_weights else m is not None and m <= GEMV_ROWS
         gemv = decode and a.product_type != "f64"
         head = self._head()
@@ -475,7 +490,7 @@ class GemmRenderer:
         a = self.a
         n = f"n{a.n}"
         load_a = self._matrix_load(0, "lhs[kk * lda + row]" if a.transpose_lhs else "lhs[row * lda + kk]")
-        dot = "sums[g][row]" if a.transpose_rhs else "part[row][c]"
+        dot = "sums[g][row]" if a.transpose_rhs else "total"
         finish = [f"acc[(batch * {rows} + i{a.m}) * {n} + i{a.n}] = {dot};"]
         batches = " * ".join(f"n{d}" for d in range(a.batch)) or "1"
         size = f"std::max<int64_t>(1, batches * {rows} * {n})"
@@ -596,38 +611,94 @@ class GemmRenderer:
         return out
 
     def _gemv_row_major(self, rows: int, load_a: str, finish: list[str]) -> list[str]:
-        """B [K, N]: blocks of 64 columns, each weight row of the block read
-        once; `finish` runs at each (row, column)."""
+        """B [K, N]: tasks of a slice of K by a block of columns. A task reads
+        GEMV_ROW_MAJOR_STEP of its weight rows at a time, each along its
+        block's columns (contiguous), into rows x columns partial sums that
+        stay in cache; the slices' sums are added in slice order afterwards,
+        where `finish` runs at each (row, column). Slices exist so that a
+        narrow B (GPT-2's 3072 x 768 projection) still has work for every
+        thread; their number depends on the shape only, not on the threads,
+        so results do not change with the thread count."""
         a = self.a
         n, k = f"n{a.n}", f"n{a.k}"
-        load_b = self._matrix_load(1, "rhs[kk * ldb + c0 + c]")
+        step = GEMV_ROW_MAJOR_STEP
+        widest = max(GEMV_LANES, GEMV_SUMS_FLOATS // rows // GEMV_LANES * GEMV_LANES)
         out = [
-            f"  const int64_t blocks = ({n} + 63) / 64;",
-            f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {GEMV_PARALLEL_WEIGHTS})@FAILED@",
-            "  for (int64_t point = 0; point < batches * blocks; ++point) {",
+            f"  const int64_t col_blocks = std::max<int64_t>(1, ({n} + {widest - 1}) / {widest});",
+            # Balanced blocks, whole vectors wide.
+            f"  const int64_t width = (({n} + col_blocks - 1) / col_blocks + {GEMV_LANES - 1})"
+            f" / {GEMV_LANES} * {GEMV_LANES};",
+            f"  const int64_t slices = std::max<int64_t>(1, std::min<int64_t>(",
+            f"      ({k} + {GEMV_SLICE_DEPTH - 1}) / {GEMV_SLICE_DEPTH}, ({GEMV_TASKS} + col_blocks - 1) / col_blocks));",
+            f"  const int64_t depth = ({k} + slices - 1) / slices;",
+            "  float* partial = (float*)std::malloc(sizeof(float) * "
+            f"std::max<int64_t>(1, batches * slices * {rows} * {n}));",
+            f"  #pragma omp parallel for schedule(static) if(batches * {n} * {k} >= {GEMV_PARALLEL_WEIGHTS})",
+            "  for (int64_t point = 0; point < batches * col_blocks * slices; ++point) {",
             "    int64_t rest = point;",
-            "    const int64_t c0 = rest % blocks * 64; rest /= blocks;",
+            "    const int64_t slice = rest % slices; rest /= slices;",
+            "    const int64_t c0 = rest % col_blocks * width; rest /= col_blocks;",
         ]
         out += [f"    const int64_t i{d} = rest % n{d}; rest /= n{d};" for d in reversed(range(a.batch))]
         out += ["    " + line for line in self._batch_offsets()]
-        out += [
-            "    const auto* lhs = in0 + base0;",
-            "    const auto* rhs = in1 + base1;",
-            f"    const int64_t cols = std::min<int64_t>(64, {n} - c0);",
-            f"    float part[{rows}][64] = {{}};",
-            f"    for (int64_t kk = 0; kk < {k}; ++kk)",
-            f"      for (int64_t row = 0; row < {rows}; ++row) {{",
-            f"        const float x = {load_a};",
-            "        #pragma omp simd",
-            f"        for (int64_t c = 0; c < cols; ++c) part[row][c] += x * {load_b};",
-            "      }",
-            f"    for (int64_t row = 0; row < {rows}; ++row) {{",
-            f"      const int64_t i{a.m} = row;",
-            "      for (int64_t c = 0; c < cols; ++c) {",
-            f"        const int64_t i{a.n} = c0 + c;",
+        body = [
+            "const auto* lhs = in0 + base0;",
+            "const auto* rhs = in1 + base1;",
+            f"const int64_t cols = std::max<int64_t>(0, std::min<int64_t>(width, {n} - c0));",
+            f"const int64_t k0 = std::min<int64_t>({k}, slice * depth), k1 = std::min<int64_t>({k}, k0 + depth);",
+            # Rows of sums a line longer than a block: rows 4 KiB apart made
+            # each store stall the next row's load (4K aliasing), at half speed.
+            f"alignas(64) float sums[{rows}][{widest + GEMV_LANES}];",
+            f"for (int64_t row = 0; row < {rows}; ++row) std::fill(sums[row], sums[row] + cols, 0.0f);",
+            "int64_t kb = k0;",
+            *self._row_major_steps(rows, step, f"kb + {step} <= k1", load_a),
+            *self._row_major_steps(rows, 1, "kb < k1", load_a),
+            f"float* slice_sums = partial + (batch * slices + slice) * {rows} * {n} + c0;",
+            f"for (int64_t row = 0; row < {rows}; ++row) std::copy(sums[row], sums[row] + cols, slice_sums + row * {n});",
         ]
-        out += ["        " + line for line in finish] + ["      }", "    }", "  }"]
+        out += ["    " + line for line in body] + ["  }"]
+        out += [
+            f"  #pragma omp parallel for schedule(static) if(batches * {rows} * {n} >= {PARALLEL_WORK})",
+            f"  for (int64_t point = 0; point < batches * {rows}; ++point) {{",
+            f"    const int64_t batch = point / {rows}, row = point % {rows};",
+            f"    const float* first = partial + (batch * slices * {rows} + row) * {n};",
+            f"    for (int64_t c = 0; c < {n}; ++c) {{",
+            "      float total = first[c];",
+            f"      for (int64_t s = 1; s < slices; ++s) total += first[s * {rows} * {n} + c];",
+            f"      const int64_t i{a.m} = row, i{a.n} = c;",
+        ]
+        out += ["      " + line for line in finish] + ["    }", "  }", "  std::free(partial);"]
         return out
+
+    def _row_major_steps(self, rows: int, step: int, condition: str, load_a: str) -> list[str]:
+        """The loop of `_gemv_row_major` over `step` weight rows at a time
+        from row kb while `condition` holds: each row's x broadcast, each
+        column's `step` weights loaded once for all `rows` rows."""
+        load_b = self._matrix_load(1, "b[u][c]")
+        return [
+            f"for (; {condition}; kb += {step}) {{",
+            f"  const {self.storage(self.a.inputs[1].type.element_type)}* b[{step}];",
+            f"  float x[{rows}][{step}];",
+            f"  for (int64_t u = 0; u < {step}; ++u) {{",
+            "    const int64_t kk = kb + u;",
+            "    b[u] = rhs + kk * ldb + c0;",
+            f"    for (int64_t row = 0; row < {rows}; ++row) x[row][u] = {load_a};",
+            "  }",
+            "  #pragma omp simd",
+            "  for (int64_t c = 0; c < cols; ++c) {",
+            f"    float w[{step}];",
+            f"    #pragma GCC unroll {step}",
+            f"    for (int64_t u = 0; u < {step}; ++u) w[u] = {load_b};",
+            f"    #pragma GCC unroll {rows}",
+            f"    for (int64_t row = 0; row < {rows}; ++row) {{",
+            "      float total = sums[row][c];",
+            f"      #pragma GCC unroll {step}",
+            f"      for (int64_t u = 0; u < {step}; ++u) total += x[row][u] * w[u];",
+            "      sums[row][c] = total;",
+            "    }",
+            "  }",
+            "}",
+        ]
 
 
 def render(op: ir.OpView, name: str) -> tuple[str, object]:
