@@ -3,13 +3,14 @@
 
     .venv/bin/python benchmarks/models/run.py [--models resnet18,bert]
         [--size bench|small] [--sequence N] [--dynamo] [--engines LIST]
-        [--threads N] [--budget S] [--tolerance T] [--wait-quiet S]
+        [--threads N] [--budget S] [--dtype bfloat16] [--tolerance T] [--wait-quiet S]
         [--retries K] [--json PATH] [--md PATH] [--render JSON]
 
 Every model of `braze.testing.zoo.ZOO` (random weights, eval mode) at the
 `bench` size (images 224, text: batch 2, sequence 128, hidden 768, 2 layers)
 or `small`, in one process, with the same weights and inputs for every
-engine, under torch.no_grad(), 2 threads (--threads):
+engine, under torch.no_grad(), 2 threads (--threads), in float32 or
+(--dtype) with bf16/f16 weights and floating inputs:
 
   * eager: the model itself;
   * inductor: torch.compile(model) (default backend);
@@ -74,6 +75,8 @@ MIN_RUNS, MAX_RUNS = 10, 200
 HEAVY_S = 0.25
 HEAVY_WARMUP, HEAVY_ROUNDS, HEAVY_MIN_RUNS = 2, 3, 6
 TOLERANCE = 1e-3
+# bf16 keeps 8 bits of mantissa: two orders of summation differ by a few of its ulps (2^-8 = 4e-3) after a layer.
+HALF_TOLERANCE = 5e-2
 
 
 # --------------------------------------------------------------------------- engines
@@ -166,6 +169,11 @@ def time_engines(fns, plan, torch):
 
 def bench_model(entry, size, engines, torch, a) -> dict:
     model, args, kwargs = entry.make(size)
+    if a.dtype != "float32":  # the weights and every floating input (not token ids, not masks of ints)
+        dtype = getattr(torch, a.dtype)
+        model = model.to(dtype)
+        args = tuple(x.to(dtype) if torch.is_tensor(x) and x.is_floating_point() else x for x in args)
+        kwargs = {k: v.to(dtype) if torch.is_tensor(v) and v.is_floating_point() else v for k, v in kwargs.items()}
     with torch.no_grad():
         ref = model(*args, **kwargs)
     result = {"family": entry.family, "engines": {}}
@@ -260,7 +268,7 @@ def markdown(res) -> str:
     lines = [f"## Model zoo: eager vs Inductor vs braze ({res['size_name']})", "", f"`{res['command']}`", ""]
     lines.append(
         f"Measured {m['date'][:16]} on {m['cpu_model']} ({m['logical_cpus']} logical CPUs), torch {m['torch']}, "
-        f"braze at git {m.get('git_commit') or '?'}, {res['threads']} threads, float32, `torch.no_grad()`, eval "
+        f"braze at git {m.get('git_commit') or '?'}, {res['threads']} threads, {res.get('dtype', 'float32')}, `torch.no_grad()`, eval "
         f"mode, random weights (`braze.testing.zoo`), one process, the same inputs for every engine. Vision: "
         f"batch {s['batch']} × 3 × {s['image']}²; text: batch {s['batch']} × sequence {s['sequence']} "
         f"(first row padded by a quarter), hidden {s['hidden']}, {s['layers']} layers. Median per-call latency; "
@@ -387,7 +395,10 @@ def main(argv=None) -> int:
     p.add_argument("--engines", default=None, help="comma-separated subset of " + ",".join(ENGINES))
     p.add_argument("--threads", type=int, default=THREADS, help="torch.set_num_threads (default %(default)s)")
     p.add_argument("--budget", type=float, default=BUDGET_S, help="timed seconds per engine (default %(default)s)")
-    p.add_argument("--tolerance", type=float, default=TOLERANCE, help="max relative error (default %(default)s)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="the models' weights and floating inputs (default %(default)s)")
+    p.add_argument("--tolerance", type=float, default=None,
+                   help=f"max relative error (default {TOLERANCE} in float32, {HALF_TOLERANCE} in halves)")
     p.add_argument("--wait-quiet", type=float, default=0, metavar="S",
                    help="before timing each model, wait up to S seconds for other processes to use < 10%% "
                         "of the CPUs (over 5 s)")
@@ -397,6 +408,8 @@ def main(argv=None) -> int:
     p.add_argument("--md", default=os.path.join(HERE, "results.md"))
     p.add_argument("--render", metavar="JSON", help="only print and write the markdown of an earlier results JSON")
     a = p.parse_args(argv)
+    if a.tolerance is None:
+        a.tolerance = TOLERANCE if a.dtype == "float32" else HALF_TOLERANCE
 
     if a.render:
         with open(a.render) as f:
@@ -437,6 +450,7 @@ def main(argv=None) -> int:
         "size": dataclasses.asdict(size),
         "budget_s": a.budget,
         "tolerance": a.tolerance,
+        "dtype": a.dtype,
         "wait_quiet_s": a.wait_quiet,
         "retries": a.retries,
         "machine": machine_info(torch),
