@@ -105,14 +105,21 @@ def test_grouped_query_heads(kv_heads):
     _check(_sdpa(enable_gqa=True), _qkv(2, 8, 33, 40, 16, kv_heads=kv_heads))
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=lambda d: str(d).split(".")[-1])
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "bf16_pairs"])
 @pytest.mark.parametrize("kv_heads", [1, 2, 4], ids=lambda h: f"groups_of_{8 // h}")
 @pytest.mark.parametrize("mask", ["none", "additive", "boolean", "all_masked"])
-def test_grouped_heads_of_a_decode_step(dtype, kv_heads, mask):
+def test_grouped_heads_of_a_decode_step(dtype, kv_heads, mask, monkeypatch):
     """One query row: a work item takes the query heads of a key/value head
     (grouped_heads), with a mask the same for every head; several key
     blocks; a query read in place as a slice (head stride 2E); a boolean
-    mask that keeps no key gives the rows SDPA gives (NaN)."""
+    mask that keeps no key gives the rows SDPA gives (NaN). bf16_pairs: the
+    flags of a CPU with AVX512-BF16 and no AMX, where more than 4 rows (8
+    heads per key/value head) take their scores from bz_gemm_bf16_pairs."""
+    import braze.codegen.cpp.gemm as gemm
+
+    if dtype == "bf16_pairs":
+        monkeypatch.setattr(gemm, "cpu_flags", lambda: frozenset({"avx512_bf16"}))
+    dtype = torch.float32 if dtype == "f32" else torch.bfloat16
     q, k, v = _qkv(3, 8, 1, 600, 32, dtype=dtype, kv_heads=kv_heads)
     q = torch.cat([q, -q], dim=-1)[..., :32]
     g = torch.Generator().manual_seed(2)

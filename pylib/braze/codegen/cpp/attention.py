@@ -86,9 +86,11 @@ struct bz_attention {
     std::fill(acc, acc + rows * ev, A(0));
   }
   // The raw scores of the item's rows against `cols` keys (row stride ld): [rows][cols]. A few rows (a
-  // decode step) read each key once with dot products: the BLAS would pack the block first.
+  // decode step) read each key once with dot products: the BLAS would pack the block first. The pairs GEMM
+  // reads the keys in place, and takes a grouped item's rows past BZ_ATTENTION_GEMV_ROWS (a bf16 LLaMA
+  // decode layer, 8 heads per key/value head: 5.54 -> 5.20 ms; docs/cpu.md).
   A* score(int64_t rows, int64_t cols, const T* key, int64_t ld) {
-    if (rows <= dot_rows) {
+    if (rows <= dot_rows && !(pairs && rows > BZ_ATTENTION_GEMV_ROWS)) {
       for (int64_t c = 0; c < cols; ++c) {
         const T* k = key + c * ld;
         for (int64_t r = 0; r < rows; ++r) {
