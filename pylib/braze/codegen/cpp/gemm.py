@@ -622,7 +622,7 @@ class GemmRenderer:
         a = self.a
         n, k = f"n{a.n}", f"n{a.k}"
         step = GEMV_ROW_MAJOR_STEP
-        widest = max(GEMV_LANES, GEMV_SUMS_FLOATS // rows // GEMV_LANES * GEMV_LANES)
+        widest = max(GEMV_LANES, GEMV_SUMS_FLOATS // max(rows, 1) // GEMV_LANES * GEMV_LANES)
         out = [
             f"  const int64_t col_blocks = std::max<int64_t>(1, ({n} + {widest - 1}) / {widest});",
             # Balanced blocks, whole vectors wide.
