@@ -33,6 +33,35 @@ def test_max_pool2d_matches_eager(options):
     torch.testing.assert_close(program(x), model(x), rtol=0, atol=0, equal_nan=True)
 
 
+class StemPool(torch.nn.Module):
+    """ResNet's stem: a convolution (channels-last out) and a padded max-pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 16, 3, padding=1)
+
+    def forward(self, x):
+        return F.max_pool2d(self.conv(x), kernel_size=3, stride=2, padding=1)
+
+
+def test_padded_max_pool_takes_an_interior_loop():
+    """With channels innermost, a window's padding tests do not change
+    along the SIMD loop, and the interior points take a loop without them
+    (gcc left the loop with them scalar: CppRenderer._interior_versions).
+    NaN in a border window and in an inner one, and a channel of -inf."""
+    model = StemPool().eval()
+    x = torch.randn(2, 3, 12, 10)
+    with torch.no_grad():
+        model.conv.bias[7] = float("-inf")
+    program = braze.compile(model, (x,))
+    source = program.stats["source"].read_text()
+    assert "if (!(" in source, "no interior loop"
+    x[0, :, 0, 0] = float("nan")
+    x[1, :, 6, 5] = float("nan")
+    with torch.no_grad():
+        torch.testing.assert_close(program(x), model(x), rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
 def test_max_pool2d_dynamic_batch():
     model = Pool(kernel_size=3, stride=2, padding=1)
     program = braze.compile(model, (torch.randn(2, 4, 8, 8),),

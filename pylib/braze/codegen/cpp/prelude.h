@@ -577,9 +577,12 @@ BZ_INLINE double bz_mod(double a, double b) { return bz_mod_fp(a, b); }
 BZ_INLINE float bz_floordiv(float a, float b) { return bz_floordiv_fp(a, b); }
 BZ_INLINE double bz_floordiv(double a, double b) { return bz_floordiv_fp(a, b); }
 
-// torch.maximum/minimum: NaN if either is NaN; otherwise the vmaxps/vminps choice.
-template <class T> BZ_INLINE T bz_nan_max_t(T a, T b) { return a != a || b != b ? a + b : (a > b ? a : b); }
-template <class T> BZ_INLINE T bz_nan_min_t(T a, T b) { return a != a || b != b ? a + b : (a < b ? a : b); }
+// torch.maximum/minimum: NaN if either is NaN (b when b is: a > NaN is false; then a when a is); otherwise
+// the vmaxps/vminps choice. Two selects of one test each: under -fno-trapping-math gcc 12 vectorizes a
+// loop of them, where `a != a || b != b ? a + b : ...` and `a > b || a != a ? a : b` left a padded
+// max-pool's loop scalar.
+template <class T> BZ_INLINE T bz_nan_max_t(T a, T b) { const T m = a > b ? a : b; return a != a ? a : m; }
+template <class T> BZ_INLINE T bz_nan_min_t(T a, T b) { const T m = a < b ? a : b; return a != a ? a : m; }
 BZ_INLINE float bz_nan_max(float a, float b) { return bz_nan_max_t(a, b); }
 BZ_INLINE double bz_nan_max(double a, double b) { return bz_nan_max_t(a, b); }
 BZ_INLINE float bz_nan_min(float a, float b) { return bz_nan_min_t(a, b); }
