@@ -268,8 +268,8 @@ def markdown(res) -> str:
     lines = [f"## Model zoo: eager vs Inductor vs braze ({res['size_name']})", "", f"`{res['command']}`", ""]
     lines.append(
         f"Measured {m['date'][:16]} on {m['cpu_model']} ({m['logical_cpus']} logical CPUs), torch {m['torch']}, "
-        f"braze at git {m.get('git_commit') or '?'}, {res['threads']} threads, {res.get('dtype', 'float32')}, `torch.no_grad()`, eval "
-        f"mode, random weights (`braze.testing.zoo`), one process, the same inputs for every engine. Vision: "
+        f"braze at git {m.get('git_commit') or '?'}, {res['threads']} threads, {res.get('dtype', 'float32')}, "
+        f"`torch.no_grad()`, eval mode, random weights (`braze.testing.zoo`), one process, the same inputs for every engine. Vision: "
         f"batch {s['batch']} × 3 × {s['image']}²; text: batch {s['batch']} × sequence {s['sequence']} "
         f"(first row padded by a quarter), hidden {s['hidden']}, {s['layers']} layers. Median per-call latency; "
         f"timing as in `benchmarks/cpu/run.py` (warm-up, engines in turns in {cpu.ROUNDS} blocks); timed calls "

@@ -481,8 +481,8 @@ class CppRenderer(CStyleRenderer):
             before, test, interior, general = versions
             out.extend("    " + line for line in before)
             for opening, lines in ((f"if (!({test})) {{", interior), ("} else {", general)):
-                out += [f"    {opening}", f"      {self.simd()}", f"      {loop}", *("        " + line for line in lines),
-                        "      }"]
+                out += [f"    {opening}", f"      {self.simd()}", f"      {loop}"]
+                out += ["        " + line for line in lines] + ["      }"]
             out += ["    }", "  }"]
             return out
         if self.lane_dim is None:

@@ -55,6 +55,11 @@ GEMV_HALF_ROWS = range(2, 3)
 # GEMM: M = 1 0.93-1.46x, M = 2 1.63-1.95x, M = 4 1.27-1.52x (73-91% of
 # torch.mv's f32 read), M = 8 0.66-0.82x (x's 8 rows outgrow L1).
 GEMV_BF16_PAIRS_ROWS = range(1, 5)
+# ... and where the weight is stored [K, N] (GPT-2's Conv1D; `_gemv_row_major`,
+# each element widened in registers). Measured on AMD Zen 4 (2 threads,
+# weights from memory, 768 x 3072, 3072 x 768, 4096 x 11008): the GEMV
+# 12.4-25.5 GB/s at M = 1-4, the pairs panels 3.4-5.7, eager 8.5-10.4; above
+# M = 4 no fused case to compare (a lone GEMM is not fused there).
 GEMV_HALF_ROW_MAJOR_ROWS = range(1, 5)
 # bf16 products on a CPU with AVX512-BF16 and no AMX multiply in braze's
 # `bz_gemm_bf16_pairs`: MKL's bf16 GEMM there ran at its f32 speed (AMD
