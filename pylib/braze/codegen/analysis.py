@@ -136,6 +136,12 @@ class KernelSpec:
     input_checks: list[tuple[int, int, int]] = field(default_factory=list)
     # Whether the kernel reports an integer division by zero.
     can_fail: bool = False
+    # The inputs every read of which is at the point's own indices, and the
+    # results stored only there: a result may take such an input's buffer
+    # (a padded max-pool of stride 1 has its input's shape, and reads its
+    # neighbours: written over them, NaN spread along the rows).
+    point_inputs: list[int] = field(default_factory=list)
+    point_results: list[int] = field(default_factory=list)
     # GPU launch shape: threads per block (0: not a GPU kernel) and the
     # strategy: "points" (a thread per point), "block_tree" (a block per
     # parallel point), "row_per_thread" (a thread per parallel point) or
@@ -382,16 +388,22 @@ class KernelAnalysis:
         shapes: dict[int, list] = {}
         checks = set()
         dynamic = ir.ShapedType.get_dynamic_size()
+        point = list(self.arguments[:self.rank])
+        elsewhere_inputs, elsewhere_results = set(), set()
         for op in self.ops:
             name = op.operation.name
             if name == "tensor.extract":
                 number = self.input_number(op.operation.operands[0])
+                if list(op.operation.operands[1:]) != point:
+                    elsewhere_inputs.add(number)
                 for dim, index in enumerate(op.operation.operands[1:]):
                     domain_dim = self.index_dim(index)
                     if domain_dim is not None:
                         checks.add((number, dim, domain_dim))
             elif name == "braze.store":
                 number = op.attributes["result"].value
+                if list(op.operation.operands[1:]) != point:
+                    elsewhere_results.add(number)
                 shape = []
                 for dim, index in enumerate(op.operation.operands[1:]):
                     static = self.results[number].type.shape[dim]
@@ -404,4 +416,6 @@ class KernelAnalysis:
                 shapes.setdefault(number, shape)
         spec.input_checks = sorted(checks)
         spec.result_shapes = [shapes[n] for n in range(len(self.results))]
+        spec.point_inputs = [n for n in range(len(self.inputs)) if n not in elsewhere_inputs]
+        spec.point_results = [n for n in range(len(self.results)) if n not in elsewhere_results]
         return spec

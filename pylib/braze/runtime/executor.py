@@ -119,10 +119,10 @@ class KernelCall:
         self.extent_inputs = spec.extent_inputs
         self.blas_inputs = spec.blas_inputs
         # Result number -> input number whose buffer it may take over: a
-        # pointwise kernel reads such an input exactly where it writes.
+        # pointwise kernel that reads such an input exactly where it writes.
         self.reusable = {} if spec.reduce else {
-            k: j for k, result in enumerate(spec.result_types)
-            for j, input_ in enumerate(spec.input_types) if input_ == result}
+            k: j for k, result in enumerate(spec.result_types) if k in spec.point_results
+            for j, input_ in enumerate(spec.input_types) if input_ == result and j in spec.point_inputs}
         self.reuse: dict[int, int] = {}  # set by Program where the input is dead
         # Result number -> (arena slot, shape, strides, offset): set by
         # ArenaPlan where braze-plan-memory placed the result.

@@ -62,6 +62,31 @@ def test_padded_max_pool_takes_an_interior_loop():
         torch.testing.assert_close(program(x), model(x), rtol=1e-5, atol=1e-5, equal_nan=True)
 
 
+class StridedOnePool(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        return F.max_pool2d(self.conv(x), kernel_size=3, stride=1, padding=1) * 3
+
+
+def test_a_pool_of_its_input_shape_does_not_write_over_its_input():
+    """A stride-1 padded pool's result has its input's shape, and the input
+    (a convolution's result) dies there: the executor must not give the
+    result the input's buffer, since each point reads its neighbours
+    (written over them, a NaN spread along the rows)."""
+    model = StridedOnePool().eval()
+    x = torch.randn(2, 8, 11, 9)
+    x[1, 3, 5, 4] = float("nan")
+    program = braze.compile(model, (x,))
+    with torch.no_grad():
+        expected = model(x)
+    actual = program(x)
+    assert torch.equal(actual.isnan(), expected.isnan())
+    torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
 def test_max_pool2d_dynamic_batch():
     model = Pool(kernel_size=3, stride=2, padding=1)
     program = braze.compile(model, (torch.randn(2, 4, 8, 8),),
