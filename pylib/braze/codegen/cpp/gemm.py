@@ -88,12 +88,16 @@ GEMV_LANES = 16
 GEMV_NARROW_LANES = 64
 # A GEMV over W [N, K] takes up to GEMV_GROUP weight rows per step, as many
 # as keep its accumulators (M x rows x lanes floats) within
-# GEMV_ACCUMULATORS vectors of 16 floats: half the 32 registers of AVX-512
-# (gcc vectorises the f32 loop at 512 bits). Measured at 4096 x 4096, 1
-# thread: a budget of 16 against 8 read 27 against 23.5 GB/s at M = 4
-# (torch.mv: 30), 18 against 13 at M = 8; int8 at M = 1 1.16-1.19x faster.
-GEMV_GROUP = 4
-GEMV_ACCUMULATORS = 16
+# GEMV_ACCUMULATORS vectors of 16 floats: the 32 registers of AVX-512 (gcc
+# spills a few at M = 4). The group's rows are the streams a thread reads
+# from memory at once, and more of them kept more reads in flight. Measured
+# on AMD Zen 4, 2 threads, silu(linear) with weights from memory (96 MB of
+# copies), group 8 / budget 32 against 4 / 16: bf16 M = 4 18.2-19.9 ->
+# 21.0-26.4 GB/s, f32 M = 4 16.9-21.2 -> 19.1-24.2, f32 M = 8 13.7 -> 18.3,
+# M = 16 4.6 -> 7.0, int8 M = 1 18.4 -> 21.5 (torch.sum: 27-33). Earlier, at
+# 1 thread, a budget of 16 against 8 read 27 against 23.5 GB/s at M = 4.
+GEMV_GROUP = 8
+GEMV_ACCUMULATORS = 32
 # A GEMV (`bz_dot_bf16_pairs`, and the loops over f32 or widened weights)
 # reads a group's weight rows side by side only from rows of this many
 # bytes (a page); shorter rows are read whole, one after another. Measured
