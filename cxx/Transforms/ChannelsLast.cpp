@@ -10,6 +10,7 @@
 #include "Dialect/BrazeDialect.h"
 #include "Dialect/BrazeOps.h"
 #include "Transforms/Passes.h"
+#include "Transforms/ViewFolding.h"
 
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
@@ -293,10 +294,13 @@ struct BrazeChannelsLastPass
       ++numKernels;
     });
     // Permutes back that only reordered kernels read: they read the result
-    // as written instead.
-    for (Value back : permutedBack)
+    // as written instead (and so does a permute to NHWC after one, such as
+    // braze-convolution-gemms' GEMM operand).
+    for (Value back : permutedBack) {
+      bypassInversePermutes(back.getDefiningOp<PermuteOp>());
       if (back.use_empty())
         back.getDefiningOp()->erase();
+    }
   }
 };
 } // namespace

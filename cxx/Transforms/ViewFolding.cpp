@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
 
 #include <numeric>
@@ -526,5 +527,16 @@ bool copyReadsInPlace(Value value) {
     op = value.getDefiningOp();
   }
   return viewLayout(value).has_value();
+}
+void bypassInversePermutes(PermuteOp permute) {
+  SmallVector<int64_t> inverse =
+      mlir::invertPermutationVector(permute.getPermutation());
+  for (Operation *user : llvm::to_vector(permute->getUsers()))
+    if (auto reader = dyn_cast<PermuteOp>(user);
+        reader && reader.getPermutation() == ArrayRef<int64_t>(inverse) &&
+        reader.getType() == permute.getInput().getType()) {
+      reader.replaceAllUsesWith(permute.getInput());
+      reader->erase();
+    }
 }
 } // namespace braze

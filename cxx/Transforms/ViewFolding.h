@@ -56,6 +56,11 @@ unsigned foldViewsIntoKernel(KernelOp kernel);
 mlir::Value copyKernel(mlir::OpBuilder &builder, mlir::Location loc,
                        mlir::Value value, mlir::ValueRange dynamicSizes = {});
 
+/// Makes the readers of `permute` that permute it back to its input's order
+/// read the input (a permute into a layout and one out of it, made by two
+/// passes, would otherwise be two views made on every call).
+void bypassInversePermutes(PermuteOp permute);
+
 /// Whether a copy kernel can make `value`: its shape is static and it
 /// would read no view that copies.
 bool copyReadsInPlace(mlir::Value value);

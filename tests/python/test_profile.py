@@ -154,7 +154,8 @@ def test_compiles_in_a_profile_are_traced(tmp_path):
     assert list(stages) == ["passes", "codegen", "build"]
     assert all(inside(stage, whole) for stage in stages.values())
     passes = [e for e in compiles if "pipeline" in e["args"]]
-    assert [e["name"] for e in passes][:6] == ["braze-simplify", "braze-verify-collective-order",
+    assert [e["name"] for e in passes][:7] == ["braze-simplify", "braze-verify-collective-order",
+                                               "braze-convolution-gemms",
                                                "braze-form-attention", "braze-lower-attention",
                                                "braze-epilogue-fusion", "braze-fuse-pointwise"]
     assert len(passes) == len(braze.compiler.pipeline({}).split(","))  # one pass between two commas

@@ -396,7 +396,7 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
                          overlap_max_inflight_bytes: int = 0,
                          attention_blocks: tuple[int, int] | None = None, decode_rows: int = 0,
                          half_products: bool = True, split_dims: bool = True,
-                         group_heads: bool = False) -> str:
+                         group_heads: bool = False, convolution_gemm_work: int = 0) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
@@ -410,7 +410,9 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     braze-lower-attention after it (for targets whose emitters spell
     braze.flash_attention; "halves": f16/bf16 attentions too), with
     `attention_blocks` = (q-block, kv-block) when given, and `group_heads`
-    (a decode step's query heads of one key/value head in one work item). `split_dims`:
+    (a decode step's query heads of one key/value head in one work item).
+    `convolution_gemm_work`: braze-convolution-gemms first, computing 1x1
+    convolutions of at most that many multiply-adds as GEMMs (0: none). `split_dims`:
     braze-split-dims before braze-collapse-dims.
     `bucket_bytes`: merge small all_reduces into buckets of at most that
     many bytes (braze-bucket-collectives, before fusion, so the concat and
@@ -446,7 +448,9 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
         lower_options.append("group-heads=true")
     lower = f"braze-lower-attention{{{' '.join(lower_options)}}}," if lower_options else "braze-lower-attention,"
     attention = ("braze-form-attention," if form_attention else "") + (lower if flash_attention else "")
-    return (f"braze-simplify,func.func({verify},{buckets}{attention}{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"
+    convolutions = (f"braze-convolution-gemms{{max-work={int(convolution_gemm_work)}}},"
+                    if convolution_gemm_work else "")
+    return (f"braze-simplify,func.func({verify},{convolutions}{buckets}{attention}{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"
             f"func.func({verify}{moves})")
 
 

@@ -79,6 +79,10 @@ class TargetOptions:
     # a lower peak (braze-plan-memory's allocator-fallback off): fewer
     # allocations per call, more memory.
     force_arena: bool = False
+    # Compute 1x1 convolutions up to the target's convolution_gemm_work
+    # multiply-adds as GEMMs, the pointwise ops after them in the product's
+    # frame (braze-convolution-gemms; the CPU target).
+    convolution_gemms: bool = True
     # Fuse each GEMM with the bias, pointwise chain and row statistics after
     # it (braze-epilogue-fusion; on targets whose emitters spell
     # braze.fused_gemm: the CPU, Triton, and the C-like GPU targets' tiled
@@ -195,6 +199,9 @@ class Target:
     # at most this becomes a fused GEMM, for the target's fused GEMM reads
     # the weight of a decode shape faster than its library GEMM (0: never).
     decode_gemm_rows = 0
+    # braze-convolution-gemms' max-work: the most multiply-adds of a 1x1
+    # convolution the target computes as a GEMM (0: none).
+    convolution_gemm_work = 0
 
     def fused_gemm_missing(self) -> str | None:
         """Why this target's emitters cannot run braze.fused_gemm (None:
@@ -233,6 +240,8 @@ class Target:
                                         group_heads=self.attention_group_heads,
                                         split_dims=options.split_dims,
                                         decode_rows=self.decode_gemm_rows,
+                                        convolution_gemm_work=(self.convolution_gemm_work
+                                                               if options.convolution_gemms else 0),
                                         half_products=options.epilogue_fusion_halves,
                                         bucket_bytes=options.bucket_bytes, overlap_mode=options.overlap_mode,
                                         overlap_machine=options.overlap_machine,

@@ -44,6 +44,14 @@ class CpuTarget(Target):
     # bf16 with AVX512-BF16 M = 1-4 1.2-4.2x, M = 8 0.87-0.89x on its
     # panels). 4 gains for both.
     decode_gemm_rows = 4
+    # 1x1 convolutions up to 2^23 multiply-adds run as GEMMs: oneDNN's
+    # convolution costs 40-90 us more per call at small sizes (a
+    # [2, 64, 1, 1] -> 240 channels 100 us, as addmm 13 us). Measured on the
+    # zoo's CNNs in one process (AMD Zen 4, 2 threads), no GEMMs / up to
+    # 2^23 / up to 2^26: mobilenet_v3_small f32 4.82 / 3.44 / 3.45 ms,
+    # efficientnet_b0 f32 18.57 / 16.96 / 18.34 (its 25088-row GEMMs lost
+    # to oneDNN); docs/cpu.md.
+    convolution_gemm_work = 1 << 23
     # The flash attention's work items take a decode step's query heads of
     # one key/value head together (docs/cpu.md: attention).
     attention_group_heads = True

@@ -302,7 +302,8 @@ class Block(nn.Module):
 def test_channels_last_carries_activations_from_conv_to_conv():
     model = Block().eval()
     x = torch.randn(2, 8, 12, 12)
-    compiled = braze.compile(model, (x,))
+    # Its 1x1 convolutions stay convolutions (braze-convolution-gemms off).
+    compiled = braze.compile(model, (x,), options={"convolution_gemms": False})
     text = str(compiled.module)
     assert text.count('memory_format "channels_last"') == 3
     # The pointwise kernels after the convolutions iterate in NHWC order.
@@ -311,12 +312,71 @@ def test_channels_last_carries_activations_from_conv_to_conv():
         want = model(x)
         torch.testing.assert_close(compiled(x), want, rtol=1e-4, atol=1e-5)
         # The same model without the pass: the same numbers.
-        plain = braze.compile(model, (x,), options={"channels_last": False})
+        plain = braze.compile(model, (x,), options={"channels_last": False, "convolution_gemms": False})
         assert "braze.permute" not in str(plain.module)
         torch.testing.assert_close(plain(x), want, rtol=1e-4, atol=1e-5)
         # A channels-last input is read as it is.
         torch.testing.assert_close(compiled(x.contiguous(memory_format=torch.channels_last)), want,
                                    rtol=1e-4, atol=1e-5)
+
+
+class SqueezeExcite(nn.Module):
+    """MobileNetV3's block: 1x1 expand + BN + hardswish, depthwise + BN +
+    ReLU, squeeze-excitation (1x1 convolutions on [N, C, 1, 1]), 1x1
+    project + BN, residual."""
+
+    def __init__(self, channels=8, hidden=24):
+        super().__init__()
+        self.expand = nn.Conv2d(channels, hidden, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(hidden)
+        self.depthwise = nn.Conv2d(hidden, hidden, 3, padding=1, groups=hidden, bias=False)
+        self.bn2 = nn.BatchNorm2d(hidden)
+        self.squeeze = nn.Conv2d(hidden, 8, 1)
+        self.excite = nn.Conv2d(8, hidden, 1)
+        self.project = nn.Conv2d(hidden, channels, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(channels)
+        with torch.no_grad():  # statistics a trained model would have
+            for bn in (self.bn1, self.bn2, self.bn3):
+                bn.running_mean.normal_(0, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+                bn.weight.normal_(1, 0.2)
+                bn.bias.normal_(0, 0.2)
+
+    def forward(self, x):
+        y = F.hardswish(self.bn1(self.expand(x)))
+        y = F.relu(self.bn2(self.depthwise(y)))
+        scale = F.hardsigmoid(self.excite(F.relu(self.squeeze(y.mean((2, 3), keepdim=True)))))
+        return self.bn3(self.project(y * scale)) + x
+
+
+@pytest.mark.parametrize("dtype,tolerance", [(torch.float32, 1e-5), (torch.bfloat16, 3e-2)])
+def test_small_pointwise_convolutions_are_fused_gemms(dtype, tolerance):
+    """braze-convolution-gemms: the block's four 1x1 convolutions are GEMMs
+    whose epilogues take the batch norms, activations and the residual;
+    only the depthwise one stays a convolution. Against eager, with an
+    NCHW and a channels-last input, and against braze with the pass off."""
+    model = SqueezeExcite().eval().to(dtype)
+    x = torch.randn(2, 8, 10, 10).to(dtype)
+    compiled = braze.compile(model, (x,))
+    assert compiled.stats["convolutions"] == 1
+    # bf16 GEMMs above the decode shapes stay the library's, with a kernel after.
+    assert compiled.stats["fused_gemms"] + compiled.stats["gemms"] == 4
+    assert compiled.stats["fused_gemms"] == (4 if dtype == torch.float32 else 2)
+    plain = braze.compile(model, (x,), options={"convolution_gemms": False})
+    assert plain.stats["convolutions"] == 5
+    with torch.no_grad():
+        want = model(x)
+        for given in (x, x.contiguous(memory_format=torch.channels_last)):
+            torch.testing.assert_close(compiled(given), want, rtol=tolerance, atol=tolerance)
+        torch.testing.assert_close(plain(x), want, rtol=tolerance, atol=tolerance)
+
+
+def test_large_pointwise_convolutions_stay_the_librarys():
+    """Above the CPU target's convolution_gemm_work (2^23 multiply-adds) the
+    library's convolution was faster: 8 x 64 x 64 x 64 x 64 = 2^27."""
+    model = nn.Sequential(nn.Conv2d(64, 64, 1), nn.ReLU()).eval()
+    compiled = _check(model, torch.randn(8, 64, 64, 64))
+    assert compiled.stats["convolutions"] == 1 and compiled.stats["fused_gemms"] == 0
 
 
 class Attention(nn.Module):
