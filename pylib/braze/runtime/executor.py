@@ -605,7 +605,9 @@ class Program:
         for number, (call, _, _) in enumerate(steps):
             if not isinstance(call, KernelCall):
                 continue
-            taken = set()
+            # An input braze-plan-memory gave a result already is taken too:
+            # two results in one buffer overwrote each other.
+            taken = set(call.reuse.values())
             for result, input_number in call.reusable.items():
                 if result in call.reuse:  # braze-plan-memory chose already
                     continue

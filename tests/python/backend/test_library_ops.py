@@ -371,6 +371,41 @@ def test_small_pointwise_convolutions_are_fused_gemms(dtype, tolerance):
         torch.testing.assert_close(plain(x), want, rtol=tolerance, atol=tolerance)
 
 
+class TwoReaders(nn.Module):
+    """A value that is returned and also read by the next kernel: one
+    kernel computes both (x / 2 returned, x + 1 and its half for the
+    concatenation), its first result in the buffer of its input."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Conv2d(4, 4, 1, bias=False)
+        self.second = nn.Conv2d(4, 12, 1)
+
+    def forward(self, x):
+        x = self.first(x).clamp(-1, 1)
+        x = F.relu(x * torch.sigmoid(x.mean((2, 3), keepdim=True)))
+        half = x * 0.5
+        x = x + 1.0
+        x = torch.cat([x, x * 0.5], 1)[:, :4]
+        return self.second(x), half
+
+
+def test_two_results_of_a_kernel_never_share_an_input_buffer():
+    """braze-plan-memory let the kernel's first result take its input's
+    buffer; the executor then gave its second result the same buffer (its
+    own choice did not count the planned one), and the returned x / 2 came
+    back as x + 1. Found by random CNN graphs around
+    braze-convolution-gemms, whose bf16 GEMM (a library call) made the
+    input a fresh buffer."""
+    torch.manual_seed(0)
+    model = TwoReaders().eval().to(torch.bfloat16)
+    x = torch.randn(2, 4, 5, 5).to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    compiled = braze.compile(model, (x,))
+    with torch.no_grad():
+        for got, want in zip(compiled(x), model(x)):
+            torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)
+
+
 def test_large_pointwise_convolutions_stay_the_librarys():
     """Above the CPU target's convolution_gemm_work (2^23 multiply-adds) the
     library's convolution was faster: 8 x 64 x 64 x 64 x 64 = 2^27."""
