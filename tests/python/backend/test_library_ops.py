@@ -406,6 +406,15 @@ def test_two_results_of_a_kernel_never_share_an_input_buffer():
             torch.testing.assert_close(got, want, rtol=3e-2, atol=3e-2)
 
 
+@pytest.mark.parametrize("conv,shape", [(nn.Conv1d(6, 5, 1), (2, 6, 9)), (nn.Conv3d(4, 7, 1, bias=False), (1, 4, 3, 5, 6)),
+                                         (nn.Conv2d(3, 8, 1, dilation=2), (2, 3, 4, 4))])
+def test_pointwise_convolutions_of_any_rank_are_fused_gemms(conv, shape):
+    """1-D and 3-D 1x1 convolutions too (channels to the end, then rows);
+    a dilation does not matter to a 1x1 kernel."""
+    compiled = _check(nn.Sequential(conv, nn.GELU()).eval(), torch.randn(shape))
+    assert compiled.stats["convolutions"] == 0 and compiled.stats["fused_gemms"] == 1
+
+
 def test_large_pointwise_convolutions_stay_the_librarys():
     """Above the CPU target's convolution_gemm_work (2^23 multiply-adds) the
     library's convolution was faster: 8 x 64 x 64 x 64 x 64 = 2^27."""
