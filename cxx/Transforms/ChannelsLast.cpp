@@ -28,13 +28,6 @@ namespace {
 // Logical NCHW dims in the NHWC order channels-last memory holds them in.
 constexpr int64_t toLast[] = {0, 2, 3, 1};
 
-RankedTensorType permuted(RankedTensorType type, ArrayRef<int64_t> order) {
-  SmallVector<int64_t> shape;
-  for (int64_t dim : order)
-    shape.push_back(type.getDimSize(dim));
-  return type.clone(shape);
-}
-
 bool isRank4(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && tensor.getRank() == 4;
@@ -150,7 +143,7 @@ void permuteKernel(KernelOp kernel, ArrayRef<int64_t> order,
     }
     if (view.empty() || isIdentityPermutation(view))
       continue;
-    auto type = permuted(cast<RankedTensorType>(input.getType()), view);
+    auto type = permutedType(cast<RankedTensorType>(input.getType()), view);
     // A result this pass permuted back is read as written.
     auto back = input.getDefiningOp<PermuteOp>();
     if (back && back.getPermutation() == ArrayRef<int64_t>(invertPermutationVector(view)) &&
@@ -235,7 +228,7 @@ void permuteKernel(KernelOp kernel, ArrayRef<int64_t> order,
       continue;
     }
     auto original = cast<RankedTensorType>(result.getType());
-    result.setType(permuted(original, order));
+    result.setType(permutedType(original, order));
     auto back = PermuteOp::create(builder, loc, original, result,
                                   builder.getDenseI64ArrayAttr(invertPermutationVector(order)));
     result.replaceAllUsesExcept(back.getResult(), back);
@@ -297,7 +290,7 @@ struct BrazeChannelsLastPass
     // as written instead (and so does a permute to NHWC after one, such as
     // braze-convolution-gemms' GEMM operand).
     for (Value back : permutedBack) {
-      bypassInversePermutes(back.getDefiningOp<PermuteOp>());
+      foldPermutesOf(back.getDefiningOp<PermuteOp>());
       if (back.use_empty())
         back.getDefiningOp()->erase();
     }

@@ -24,13 +24,6 @@ using namespace mlir;
 using namespace braze;
 
 namespace {
-RankedTensorType permuted(RankedTensorType type, ArrayRef<int64_t> order) {
-  SmallVector<int64_t> shape;
-  for (int64_t dim : order)
-    shape.push_back(type.getDimSize(dim));
-  return type.clone(shape);
-}
-
 /// Why `conv` is not a 1x1 convolution this pass computes as a GEMM, or
 /// nothing when it is. `oneByOne` is set when its kernel is 1 in every
 /// spatial dim (the convolutions a remark is about).
@@ -89,7 +82,7 @@ Value inFrame(Value value, ArrayRef<int64_t> order, OpBuilder &builder,
                                             ValueRange{});
     type = cast<RankedTensorType>(value.getType());
   }
-  auto frameType = permuted(type, order);
+  auto frameType = permutedType(type, order);
   // Moving only dims of size 1 (a per-channel [1, C, 1, 1]) keeps the
   // elements' order: a reshape, which folds into the reshapes around it
   // instead of a view made on every call.
@@ -114,7 +107,7 @@ Operation *inFrame(Operation *op, ArrayRef<int64_t> order, OpBuilder &builder) {
   Operation *moved = builder.clone(*op);
   moved->setOperands(operands);
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  moved->getResult(0).setType(permuted(type, order));
+  moved->getResult(0).setType(permutedType(type, order));
   return moved;
 }
 
@@ -128,8 +121,8 @@ bool sinkable(Operation *op, int64_t rank) {
     auto type = dyn_cast<RankedTensorType>(value.getType());
     return type && type.hasStaticShape() && type.getRank() <= rank;
   };
-  auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  return result && result.getRank() == rank && fits(op->getResult(0)) &&
+  Value result = op->getResult(0);
+  return fits(result) && cast<RankedTensorType>(result.getType()).getRank() == rank &&
          llvm::all_of(op->getOperands(), fits);
 }
 
@@ -166,7 +159,7 @@ struct BrazeConvolutionGemmsPass
         ++numSunk;
       }
     for (Operation *back : backs) {
-      bypassInversePermutes(cast<PermuteOp>(back));
+      foldPermutesOf(cast<PermuteOp>(back));
       if (back->use_empty())
         back->erase();
     }
@@ -198,7 +191,7 @@ struct BrazeConvolutionGemmsPass
     for (int64_t dim = 2; dim < rank; ++dim)
       toLast.push_back(dim);
     toLast.push_back(1);
-    auto lastType = permuted(input, toLast);
+    auto lastType = permutedType(input, toLast);
     Value rows = builder.createOrFold<PermuteOp>(
         loc, lastType, conv.getInput(), builder.getDenseI64ArrayAttr(toLast));
     auto rowsPermute = rows.getDefiningOp<PermuteOp>();
@@ -224,7 +217,7 @@ struct BrazeConvolutionGemmsPass
             : MatmulOp::create(builder, loc, productType, rows, matrix)
                   .getResult();
     auto resultType = cast<RankedTensorType>(conv.getType());
-    product = ReshapeOp::create(builder, loc, permuted(resultType, toLast),
+    product = ReshapeOp::create(builder, loc, permutedType(resultType, toLast),
                                 product, ValueRange{});
     auto back = PermuteOp::create(
         builder, loc, resultType, product,

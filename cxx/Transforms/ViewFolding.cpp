@@ -14,7 +14,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
 
 #include <numeric>
@@ -528,15 +527,22 @@ bool copyReadsInPlace(Value value) {
   }
   return viewLayout(value).has_value();
 }
-void bypassInversePermutes(PermuteOp permute) {
-  SmallVector<int64_t> inverse =
-      mlir::invertPermutationVector(permute.getPermutation());
-  for (Operation *user : llvm::to_vector(permute->getUsers()))
-    if (auto reader = dyn_cast<PermuteOp>(user);
-        reader && reader.getPermutation() == ArrayRef<int64_t>(inverse) &&
-        reader.getType() == permute.getInput().getType()) {
-      reader.replaceAllUsesWith(permute.getInput());
+
+void foldPermutesOf(PermuteOp permute) {
+  for (Operation *user : llvm::to_vector(permute->getUsers())) {
+    auto reader = dyn_cast<PermuteOp>(user);
+    SmallVector<OpFoldResult> folded;
+    // The first fold composes the two orders in place; a second one folds
+    // an identity order away.
+    if (!reader || failed(reader->fold(folded)) || failed(reader->fold(folded)))
+      continue;
+    if (folded.empty())  // composed with a permute before `permute` too
+      continue;
+    auto input = dyn_cast<Value>(folded.front());
+    if (input && input != reader.getResult()) {
+      reader.replaceAllUsesWith(input);
       reader->erase();
     }
+  }
 }
 } // namespace braze

@@ -19,6 +19,15 @@ inline mlir::RankedTensorType typeOf(mlir::Value value) {
   return mlir::cast<mlir::RankedTensorType>(value.getType());
 }
 
+/// `type` with its dims in `order` (a permute's result type).
+inline mlir::RankedTensorType permutedType(mlir::RankedTensorType type,
+                                           llvm::ArrayRef<int64_t> order) {
+  llvm::SmallVector<int64_t> shape;
+  for (int64_t dim : order)
+    shape.push_back(type.getDimSize(dim));
+  return type.clone(shape);
+}
+
 inline bool isView(mlir::Operation *op) {
   return mlir::isa_and_present<PermuteOp, ExpandOp, SliceOp, ReshapeOp>(op);
 }
@@ -56,10 +65,11 @@ unsigned foldViewsIntoKernel(KernelOp kernel);
 mlir::Value copyKernel(mlir::OpBuilder &builder, mlir::Location loc,
                        mlir::Value value, mlir::ValueRange dynamicSizes = {});
 
-/// Makes the readers of `permute` that permute it back to its input's order
-/// read the input (a permute into a layout and one out of it, made by two
-/// passes, would otherwise be two views made on every call).
-void bypassInversePermutes(PermuteOp permute);
+/// Folds the permutes that read `permute` by PermuteOp's folder: each
+/// reads `permute`'s input through the composed order, or the input itself
+/// where the two orders cancel (a permute into a layout and one out of it,
+/// made by two passes, would otherwise be two views made on every call).
+void foldPermutesOf(PermuteOp permute);
 
 /// Whether a copy kernel can make `value`: its shape is static and it
 /// would read no view that copies.
