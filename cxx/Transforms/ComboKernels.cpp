@@ -390,14 +390,20 @@ private:
   void createCombo(ArrayRef<KernelOp> members) {
     // Ops between the first and the last member that depend on an earlier
     // member move after the combo (build() closed groups at side effects,
-    // so these are free of them).
+    // so these are free of them). The first member is taken in the block's
+    // current order: an earlier combo may have moved a member past another
+    // (it depended on that combo), and the ops reading the member it passed
+    // still have to follow the combo.
     Operation *last = members.back();
+    Operation *first = *llvm::min_element(members, [](KernelOp a, KernelOp b) {
+      return a->isBeforeInBlock(b);
+    });
     llvm::SmallPtrSet<Value, 16> tainted;
     for (KernelOp member : members.drop_back())
       for (Value result : member.getResults())
         tainted.insert(result);
     SmallVector<Operation *> moved;
-    for (Operation *op = members.front()->getNextNode(); op && op != last;
+    for (Operation *op = first->getNextNode(); op && op != last;
          op = op->getNextNode()) {
       if (llvm::is_contained(members, op))
         continue;

@@ -7,6 +7,7 @@
 // RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{remarks=true max-body-ops=4}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=BODY
 // RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{remarks=true per-sub-kernel-blocks=false}))' 2>&1 >/dev/null | FileCheck %s --check-prefix=SHARED
 // RUN: sed -e '/expected-remark/d' %s | braze-opt -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels))' 2>&1 | FileCheck %s --check-prefix=QUIET
+// RUN: braze-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(braze-lower-kernels,braze-combo-kernels{per-sub-kernel-blocks=false}))' 2>/dev/null | FileCheck %s --check-prefix=ORDER
 
 // The caps, each with a low value (remarks in program order of the
 // decisions; "kernel #k" is the k-th kernel of the function).
@@ -209,4 +210,41 @@ func.func @invariant(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, ten
   // expected-remark @+1 {{stays standalone: no independent kernel to group with}}
   %u = braze.exp %weight : tensor<16xf32>
   return %a, %s, %n, %m, %t, %u : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
+// Tests that a group whose first member an earlier combo moved past another
+// member still precedes every reader of that member (BART's encoder and
+// decoder masks): without per-sub-kernel blocks the sums form one group and
+// the pointwise kernels another; the exps' combo comes first and moves %b1
+// (it reads %a1) after itself, past %b2, whose reshape must then follow the
+// sums' combo.
+// ORDER-LABEL: func.func @first_member_moved
+// ORDER: %[[A:.*]]:2 = braze.combo
+// ORDER: %[[B:.*]]:3 = braze.combo
+// ORDER: braze.kernel ins(%[[A]]#0 : tensor<4x64xf32>)
+// ORDER: braze.kernel ins(%arg1 : tensor<4x64xf32>)
+// ORDER: braze.kernel ins(%arg3 : tensor<4x64xf32>)
+// ORDER: %[[V:.*]] = braze.reshape %[[B]]#1 : tensor<4xf32> -> tensor<2x2xf32>
+// ORDER-NEXT: return %[[B]]#0, %[[V]], %[[A]]#0, %[[A]]#1, %[[B]]#2
+// With per-sub-kernel blocks (the default) the sums and exps share a group.
+// CHECK-LABEL: func.func @first_member_moved
+// CHECK: %[[C:.*]]:4 = braze.combo
+// CHECK: braze.kernel
+// CHECK: %[[V:.*]] = braze.reshape %[[C]]#1
+func.func @first_member_moved(%x: tensor<4x64xf32>, %y: tensor<4x64xf32>, %z: tensor<4x64xf32>, %w: tensor<4x64xf32>) -> (tensor<4xf32>, tensor<2x2xf32>, tensor<4x64xf32>, tensor<4x64xf32>, tensor<4xf32>) {
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 4 kernels (dispatch round_robin)}}
+  %a1 = braze.exp %x : tensor<4x64xf32>
+  // expected-remark @+2 {{not grouped with kernel #0: a data path leads from kernel #0 to it}}
+  // expected-remark @+1 {{stays standalone: no independent kernel to group with}}
+  %b1 = braze.sum %a1 dims [1] : tensor<4x64xf32> -> tensor<4xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 4 kernels (dispatch round_robin)}}
+  %b2 = braze.sum %y dims [1] : tensor<4x64xf32> -> tensor<4xf32>
+  %v = braze.reshape %b2 : tensor<4xf32> -> tensor<2x2xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #2 of a combo of 4 kernels (dispatch round_robin)}}
+  %a2 = braze.neg %z : tensor<4x64xf32>
+  // expected-remark @+1 {{grouped as sub-kernel #3 of a combo of 4 kernels (dispatch round_robin)}}
+  %b3 = braze.sum %w dims [1] : tensor<4x64xf32> -> tensor<4xf32>
+  return %b1, %v, %a1, %a2, %b3 : tensor<4xf32>, tensor<2x2xf32>, tensor<4x64xf32>, tensor<4x64xf32>, tensor<4xf32>
 }
