@@ -51,6 +51,9 @@ OPINFO_OPS = [
     ("isinf", ""), ("nn.functional.leaky_relu", ""), ("nn.functional.elu", ""),
     ("nn.functional.selu", ""), ("nn.functional.mish", ""), ("nn.functional.softplus", ""),
     ("nn.functional.hardswish", ""), ("nn.functional.hardsigmoid", ""), ("nn.functional.hardtanh", ""),
+    ("nn.functional.pad", "constant"), ("nn.functional.avg_pool1d", ""), ("nn.functional.avg_pool2d", ""),
+    ("nn.functional.avg_pool3d", ""), ("nn.functional.max_pool2d", ""), ("linalg.vector_norm", ""),
+    ("nn.functional.normalize", ""),
 ]
 
 

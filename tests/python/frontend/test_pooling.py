@@ -1,5 +1,5 @@
-"""Max pooling is captured as strided slices and maximums (no extern call)
-and matches eager PyTorch, NaN included."""
+"""Max and average pooling are captured as strided slices and maximums or
+sums (no extern call) and match eager PyTorch, NaN included."""
 
 import pytest
 import torch
@@ -109,3 +109,29 @@ def test_used_indices_stay_an_extern_call():
     assert [call.op for call in program.exported.imported.externs] == ["aten.max_pool2d_with_indices.default"]
     for actual, expected in zip(program(x), PoolWithIndices()(x)):
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+
+
+class Transition(torch.nn.Module):
+    """DenseNet's transition: batch norm, ReLU, a 1x1 convolution, then a
+    2x2 average pool; and a padded 3x3 pool that does not count the padding."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.BatchNorm2d(8)
+        self.conv = torch.nn.Conv2d(8, 4, 1, bias=False)
+
+    def forward(self, x):
+        y = F.avg_pool2d(self.conv(torch.relu(self.norm(x))), 2)
+        return y, F.avg_pool2d(y, 3, 2, 1, ceil_mode=True, count_include_pad=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_average_pools_are_captured_and_match_eager(dtype):
+    model = Transition().eval().to(dtype)
+    x = torch.randn(2, 8, 14, 10, dtype=dtype)
+    program = braze.compile(model, (x,))
+    assert not program.exported.imported.externs, program.exported.imported.externs
+    with torch.no_grad():
+        for actual, expected in zip(program(x), model(x)):
+            tolerance = 1e-5 if dtype == torch.float32 else 1e-2
+            torch.testing.assert_close(actual, expected, rtol=tolerance, atol=tolerance)

@@ -1,4 +1,4 @@
-"""View and layout ops: view/reshape, permute, expand, slice, cat, split, squeeze."""
+"""View and layout ops: view/reshape, permute, expand, slice, cat, split, squeeze, constant padding."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from mlir.dialects import arith
 
 from braze.dialects import braze as bz
 from braze.errors import BrazeError
-from braze.frontend.builder import is_index, shape_of
-from braze.frontend.types import static_size
+from braze.frontend.builder import dtype_of, is_index, shape_of
+from braze.frontend.types import element_type, static_size
 from braze.frontend.lowerings import lowers
 
 aten = torch.ops.aten
@@ -174,6 +174,52 @@ def cat(b, tensors, dim=0):
     if len(inputs) == 1:
         return inputs[0]
     return bz.ConcatOp(inputs, dim % rank, results=[b.out_type()]).result
+
+
+def padded(b, x, dim: int, before: int, after: int, value: float):
+    """`x` with `before`/`after` elements of `value` concatenated along `dim`."""
+    if not before and not after:
+        return x
+    dtype, shape = dtype_of(x), shape_of(x)
+    sizes = [b.size(x, d) for d in range(len(shape))]
+    pieces = []
+    for count in (before, after):
+        if not count:
+            pieces.append(None)
+            continue
+        block = ir.RankedTensorType.get(
+            [count if d == dim else (ir.ShapedType.get_dynamic_size() if s is None else s)
+             for d, s in enumerate(shape)], element_type(dtype))
+        pieces.append(b.expand(b.constant(value, dtype), block, sizes[:dim] + [count] + sizes[dim + 1:]))
+    inputs = [p for p in (pieces[0], x, pieces[1]) if p is not None]
+    return bz.ConcatOp(inputs, dim).result
+
+
+@lowers(aten.constant_pad_nd.default)
+def constant_pad_nd(b, x, pad, value=0):
+    """F.pad's constant mode: from the last dim back, a pair (before, after)
+    per dim; a negative count crops (a slice), a positive one concatenates
+    a block of `value`."""
+    shape = shape_of(x)
+    if len(pad) % 2 or len(pad) // 2 > len(shape):
+        raise BrazeError(f"padding {list(pad)} for a tensor of rank {len(shape)}")
+    if not all(isinstance(count, int) for count in pad):
+        raise BrazeError("padding by a symbolic count")
+    for i in range(len(pad) // 2):
+        dim = len(shape) - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        if before < 0 or after < 0:
+            size = shape_of(x)[dim]
+            if size is None:
+                raise BrazeError("negative padding (cropping) of a dynamic dim")
+            start, end = -min(before, 0), size + min(after, 0)
+            sizes = list(shape_of(x))
+            sizes[dim] = max(end - start, 0)
+            cropped = ir.RankedTensorType.get(
+                [ir.ShapedType.get_dynamic_size() if s is None else s for s in sizes], element_type(dtype_of(x)))
+            x = b.slice(x, dim, start, max(end, start), 1, cropped)
+        x = padded(b, x, dim, max(before, 0), max(after, 0), value)
+    return x
 
 
 @lowers(aten.split_with_sizes.default, aten.split.Tensor)

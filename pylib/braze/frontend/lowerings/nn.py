@@ -1,8 +1,9 @@
 """Matrix products, attention and the composite nn ops core aten keeps:
-layer norm, softmax, log-softmax, embedding."""
+layer norm, softmax, log-softmax, vector norms, embedding."""
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -139,6 +140,43 @@ def softmax(b, x, dim, half_to_float=False):
 def log_softmax(b, x, dim, half_to_float=False):
     shifted, _, total = _shifted_exp_sum(b, x, dim)
     return b.cast(bz.SubOp(shifted, bz.LogOp(total).result).result, b.out_dtype())
+
+
+@lowers(aten.linalg_vector_norm.default)
+def linalg_vector_norm(b, x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The p-norm over `dim` (every dim when None or empty): a sum of |x|^p
+    and its p-th root, the maximum or minimum of |x| for p = +-inf, the
+    count of non-zeros for p = 0; in float32 for halves, as PyTorch's CPU
+    kernel accumulates."""
+    from braze.frontend.lowerings.reductions import normalized_dims
+
+    out_dtype = b.out_dtype()
+    if not out_dtype.is_floating_point or not dtype_of(x).is_floating_point:
+        raise BrazeError(f"vector norm of {dtype_of(x)} (real floating point only)")
+    compute = _compute_dtype(out_dtype)
+    x = b.cast(x, compute)
+    if not shape_of(x):
+        x = b.reshape(x, ir.RankedTensorType.get([1], element_type(compute)), [1])
+    dims = normalized_dims(x, dim)
+    ord = float(ord)
+    magnitude = bz.AbsOp(x).result
+    if ord == math.inf or ord == -math.inf:
+        reduced = (bz.MaxOp if ord > 0 else bz.MinOp)(magnitude, dims, keepdim=bool(keepdim)).result
+    elif ord == 0:
+        nonzero = b.cast(bz.NeOp(x, b.constant(0.0, compute)).result, compute)
+        reduced = bz.SumOp(nonzero, dims, keepdim=bool(keepdim)).result
+    elif ord == 1:
+        reduced = bz.SumOp(magnitude, dims, keepdim=bool(keepdim)).result
+    elif ord == 2:
+        reduced = bz.SqrtOp(bz.SumOp(bz.MulOp(x, x).result, dims, keepdim=bool(keepdim)).result).result
+    else:
+        powered = bz.PowOp(magnitude, b.constant(ord, compute)).result
+        total = bz.SumOp(powered, dims, keepdim=bool(keepdim)).result
+        reduced = bz.PowOp(total, b.constant(1.0 / ord, compute)).result
+    result = b.out_type()
+    if ir.RankedTensorType(reduced.type).shape != result.shape:  # a 0-d input
+        reduced = b.reshape(reduced, ir.RankedTensorType.get(result.shape, element_type(compute)), [])
+    return b.cast(reduced, out_dtype)
 
 
 @lowers(aten.embedding.default)

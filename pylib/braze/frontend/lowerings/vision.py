@@ -1,9 +1,12 @@
-"""Convolutions, inference batch norm, group norm and max pooling."""
+"""Convolutions, inference batch norm, group norm, max and average pooling."""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import operator
 
+import numpy as np
 import torch
 from mlir import ir
 from mlir.dialects import arith
@@ -12,6 +15,7 @@ from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.builder import dtype_of, shape_of
 from braze.frontend.lowerings import lowers
+from braze.frontend.lowerings.layout import padded
 from braze.frontend.lowerings.nn import _compute_dtype, normalized
 from braze.frontend.types import element_type
 
@@ -111,23 +115,40 @@ def native_group_norm(b, x, weight, bias, batch, channels, spatial, groups, eps)
             b.cast(b.reshape(rstd, stats, [batch, groups]), b.out_dtype(2)))
 
 
-def _padded(b, x, dim: int, before: int, after: int, value: float):
-    """`x` with `before`/`after` elements of `value` concatenated along `dim`."""
-    if not before and not after:
-        return x
-    dtype, shape = dtype_of(x), shape_of(x)
-    sizes = [b.size(x, d) for d in range(len(shape))]
-    pieces = []
-    for count in (before, after):
-        if not count:
-            pieces.append(None)
-            continue
-        block = ir.RankedTensorType.get(
-            [count if d == dim else (ir.ShapedType.get_dynamic_size() if s is None else s)
-             for d, s in enumerate(shape)], element_type(dtype))
-        pieces.append(b.expand(b.constant(value, dtype), block, sizes[:dim] + [count] + sizes[dim + 1:]))
-    inputs = [p for p in (pieces[0], x, pieces[1]) if p is not None]
-    return bz.ConcatOp(inputs, dim).result
+def _sizes(result: ir.RankedTensorType) -> list[int | None]:
+    return [None if result.is_dynamic_dim(d) else result.shape[d] for d in range(result.rank)]
+
+
+def _windows(b, x, kernel, stride, padding, dilation, out_shape, fill: float):
+    """The strided slices of `x`, one per offset of a pooling window, over
+    its last len(kernel) dims, `x` padded with `fill` (every window fits the
+    padded input: ceil_mode's last window may need more than the padding on
+    the right; it still starts inside)."""
+    rank = len(shape_of(x))
+    spatial = list(range(rank - len(kernel), rank))
+    if any(out_shape[d] is None or shape_of(x)[d] is None for d in spatial):
+        raise BrazeError("pooling over dynamic spatial sizes")
+    for d, k, s, p, r in zip(spatial, kernel, stride, padding, dilation):
+        reach = (out_shape[d] - 1) * s + r * (k - 1) + 1
+        x = padded(b, x, d, p, max(0, reach - shape_of(x)[d] - p), fill)
+    windows = []
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        window = x
+        for d, offset, step, r in zip(spatial, offsets, stride, dilation):
+            start = offset * r
+            shape = list(shape_of(window))
+            shape[d] = out_shape[d]
+            sliced = ir.RankedTensorType.get(
+                [ir.ShapedType.get_dynamic_size() if s is None else s for s in shape],
+                ir.RankedTensorType(window.type).element_type)
+            window = b.slice(window, d, start, start + (out_shape[d] - 1) * step + 1, step, sliced)
+        windows.append(window)
+    return windows
+
+
+def _pool_arguments(kernel_size, stride, padding, dilation, spatial: int):
+    kernel = _per_dim(kernel_size, spatial)
+    return kernel, _per_dim(stride or kernel, spatial), _per_dim(padding, spatial), _per_dim(dilation, spatial)
 
 
 @lowers(aten.max_pool2d_with_indices.default)
@@ -138,30 +159,56 @@ def max_pool2d_with_indices(b, x, kernel_size, stride=(), padding=0, dilation=1,
         raise BrazeError("max pooling's indices are used (only its values are lowered)")
     if not dtype_of(x).is_floating_point:
         raise BrazeError(f"max pooling of {dtype_of(x)} (floating point only)")
-    kernel = _per_dim(kernel_size, 2)
-    stride = _per_dim(stride or kernel, 2)
-    padding, dilation = _per_dim(padding, 2), _per_dim(dilation, 2)
-    out = b.out_type(0)
-    rank = out.rank
-    spatial = list(range(rank - 2, rank))
-    if any(out.is_dynamic_dim(d) or shape_of(x)[d] is None for d in spatial):
-        raise BrazeError("max pooling over dynamic spatial sizes")
-    for d, k, s, p, r in zip(spatial, kernel, stride, padding, dilation):
-        # Every window fits the padded input (ceil_mode's last window may
-        # need more than `p` on the right; it still starts inside).
-        reach = (out.shape[d] - 1) * s + r * (k - 1) + 1
-        x = _padded(b, x, d, p, max(0, reach - shape_of(x)[d] - p), float("-inf"))
-    result = None
-    for a in range(kernel[0]):
-        for c in range(kernel[1]):
-            window = x
-            for d, offset in zip(spatial, (a * dilation[0], c * dilation[1])):
-                step = stride[d - spatial[0]]
-                shape = list(shape_of(window))
-                shape[d] = out.shape[d]
-                sliced = ir.RankedTensorType.get(
-                    [ir.ShapedType.get_dynamic_size() if s is None else s for s in shape],
-                    ir.RankedTensorType(window.type).element_type)
-                window = b.slice(window, d, offset, offset + (out.shape[d] - 1) * step + 1, step, sliced)
-            result = window if result is None else bz.MaximumOp(result, window).result
-    return result, None
+    windows = _windows(b, x, *_pool_arguments(kernel_size, stride, padding, dilation, 2),
+                       _sizes(b.out_type(0)), float("-inf"))
+    return functools.reduce(lambda result, window: bz.MaximumOp(result, window).result, windows), None
+
+
+def _average_divisors(in_shape, out_shape, kernel, stride, padding, count_include_pad, divisor_override):
+    """What each output point of an average pooling divides its window's sum
+    by, as PyTorch's CPU kernel counts it: the window within the padded input
+    (count_include_pad) or within the input, or the override; [out spatial]."""
+    if divisor_override:
+        return np.full(out_shape, float(divisor_override))
+    per_dim = []
+    for size, out, k, s, p in zip(in_shape, out_shape, kernel, stride, padding):
+        start = np.arange(out) * s - p
+        end = np.minimum(start + k, size + p)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, size)
+        per_dim.append((end - start).astype(np.float64))
+    return functools.reduce(np.multiply.outer, per_dim)
+
+
+def _average_pool(b, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, spatial):
+    """The sum of the window's strided slices of `x` padded with zeros,
+    divided by PyTorch's count per point; summed in float32 for halves, as
+    PyTorch's CPU kernel does."""
+    if not dtype_of(x).is_floating_point:
+        raise BrazeError(f"average pooling of {dtype_of(x)} (floating point only)")
+    kernel, stride, padding, dilation = _pool_arguments(kernel_size, stride, padding, 1, spatial)
+    out_shape = _sizes(b.out_type())
+    dtype = _compute_dtype(dtype_of(x))
+    windows = _windows(b, b.cast(x, dtype), kernel, stride, padding, dilation, out_shape, 0.0)
+    total = functools.reduce(lambda result, window: bz.AddOp(result, window).result, windows)
+    divisors = _average_divisors(shape_of(x)[-spatial:], out_shape[-spatial:], kernel, stride, padding,
+                                 count_include_pad, divisor_override)
+    if np.all(divisors == divisors.flat[0]):
+        divisor = b.constant(float(divisors.flat[0]), dtype)
+    else:
+        table = ir.RankedTensorType.get(list(divisors.shape), element_type(dtype))
+        divisor = bz.ConstantOp(ir.DenseElementsAttr.get(
+            divisors.astype(np.float64 if dtype == torch.float64 else np.float32), type=table)).result
+    return b.cast(bz.DivOp(total, divisor, results=[ir.RankedTensorType(total.type)]).result, b.out_dtype())
+
+
+@lowers(aten.avg_pool2d.default)
+def avg_pool2d(b, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _average_pool(b, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2)
+
+
+@lowers(aten.avg_pool3d.default)
+def avg_pool3d(b, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _average_pool(b, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3)
