@@ -37,6 +37,7 @@ from mlir import ir
 
 from braze.codegen.analysis import EXPENSIVE, UNARY_MATH, KernelAnalysis, KernelSpec, combo_kernels
 from braze.codegen.renderer import CStyleRenderer
+from braze.codegen.segments import segments, unresolved_selects
 from braze.errors import BrazeError
 
 PRELUDE = (Path(__file__).with_name("prelude.h")).read_text()
@@ -344,9 +345,14 @@ class CppRenderer(CStyleRenderer):
         head.append("  (void)sizes;")
 
         if block is None and not self.a.reduce:
-            versions = self._interior_versions()
-            if versions:
-                lines = head + self._parallel_loops(self.a.parallel, [], versions)
+            # Split ranges where they decide every select; else the interior
+            # version where it applies; else ranges deciding some.
+            plan = segments(self.a)
+            versions = None
+            if plan is None or unresolved_selects(plan):
+                versions = self._interior_versions()
+            if versions or plan:
+                lines = head + self._parallel_loops(self.a.parallel, [], versions, None if versions else plan)
                 return "\n".join(lines + ["  return failed;", "}"])
         body: list[str] = []
         # Column reductions: values varying along the lanes are computed in
@@ -446,9 +452,59 @@ class CppRenderer(CStyleRenderer):
         test = " || ".join(outside[c] for c in conditions)
         return before, test, bodies[0], bodies[1]
 
-    def _parallel_loops(self, parallel: list[int], body: list[str], versions: tuple | None = None) -> list[str]:
+    def _segment_body(self, segment) -> list[str]:
+        """The lines of the ops `segment` needs, the results it decides read
+        as the operands they equal there."""
+        needed = {id(op) for op in segment.ops}
+        lines: list[str] = []
+        for op in self.a.ops:
+            results = list(op.operation.results)
+            if results and results[0] in segment.aliases:
+                target = segment.aliases[results[0]]
+                if target in self.names:
+                    self.names[results[0]] = self.names[target]
+            elif id(op) in needed:
+                if op.operation.name == "braze.store":
+                    lines.append(self.store_line(op))
+                else:
+                    self.define(op, lines)
+        return lines
+
+    def _segment_loops(self, plan, last: int, loop: str) -> list[str]:
+        """One SIMD loop per range of the split dim (`segments`): ranges of
+        the innermost dim split the block's loop; ranges of an outer dim
+        are branches on its index around the whole loop."""
+        out: list[str] = []
+        outside = dict(self.names)
+        for number, segment in enumerate(plan.segments):
+            self.names = dict(outside)
+            body = self._segment_body(segment)
+            if plan.dim == last:
+                stop = "end" if segment.end is None else f"std::min<int64_t>(end, {segment.end})"
+                out += ["    {",
+                        f"      const int64_t first = std::max<int64_t>(block * {POINTWISE_BLOCK}, {segment.start});",
+                        f"      const int64_t stop = {stop};",
+                        f"      {self.simd()}",
+                        f"      for (int64_t i{last} = first; i{last} < stop; ++i{last}) {{"]
+            else:
+                test = f"i{plan.dim} < {segment.end}"
+                opening = ("if" if number == 0 else "} else if") + f" ({test}) {{"
+                if segment.end is None:
+                    opening = "} else {"
+                out += [f"    {opening}", f"      {self.simd()}", f"      {loop}"]
+            out += ["        " + line for line in body] + ["      }"]
+            if plan.dim == last:
+                out.append("    }")
+        if plan.dim != last:
+            out.append("    }")
+        self.names = outside
+        return out
+
+    def _parallel_loops(self, parallel: list[int], body: list[str], versions: tuple | None = None,
+                        plan=None) -> list[str]:
         """The kernel's loops around `body`; `versions` (pointwise kernels,
-        `_interior_versions`) replaces it with two loops."""
+        `_interior_versions`) replaces it with two loops, `plan`
+        (`segments`) with one per range of its dim."""
         out: list[str] = []
         reduction = "reduction(|:failed) " if self.divides else ""
         row = " * ".join([f"n{d}" for d in self.a.reduce]
@@ -475,6 +531,8 @@ class CppRenderer(CStyleRenderer):
                 out.append(f"    const int64_t i{d} = rest % n{d}; rest /= n{d};")
             out.append(f"    const int64_t end = std::min<int64_t>(n{last}, (block + 1) * {POINTWISE_BLOCK});")
             loop = f"for (int64_t i{last} = block * {POINTWISE_BLOCK}; i{last} < end; ++i{last}) {{"
+            if plan is not None:
+                return out + self._segment_loops(plan, last, loop) + ["  }"]
             if versions is None:
                 out += [f"    {self.simd()}", f"    {loop}", *("      " + line for line in body), "    }", "  }"]
                 return out
