@@ -1,5 +1,6 @@
-"""Index-set splitting of a pointwise kernel: the ranges of one domain dim
-over which every comparison of its index with a constant keeps one value.
+"""Index-set splitting of a pointwise kernel: the ranges of its dims over
+which every comparison of an index (times and plus constants) with a
+constant keeps one value.
 
 A concatenation read inside a kernel is a chain of selects, one per input,
 each on `index < offset`, over loads at clamped positions: every point loads
@@ -8,10 +9,14 @@ inputs, so each point cost 32 loads, 64 clamps and 32 selects. Within one
 input's range of the concatenated dim each comparison is known, each select
 takes one side, and each clamp is the identity: what is left is one load at
 a position linear in the index (a contiguous vector load along the SIMD
-loop). `segments(analysis)` computes those ranges and what the body is on
-each, by interval arithmetic on the body's integer values; a renderer then
-spells one loop (or one branch) per range. The numbers are unchanged: the
-same loads and arithmetic, without the ones whose results a select dropped.
+loop). A padded window (pooling, F.pad) is the same along its outer dims:
+inside the padding's borders every tap is in range. `segments(analysis)`
+computes the ranges and what the body is on each, by interval arithmetic on
+the body's integer values: every range of the innermost dim, and for the
+outer dims the box of their longest ranges against everything else (a
+border's rows are few points, not worth a loop each). A renderer spells one
+loop per range. The numbers are unchanged: the same loads and arithmetic,
+without the ones whose results a select dropped.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from mlir import ir
 
 from braze.codegen.analysis import KernelAnalysis
 
-# More ranges than this are not split (the code grows with the ranges).
+# An innermost dim with more ranges than this is not split (each range is
+# one more loop to compile).
 MAX_SEGMENTS = 64
 
 # arith.cmpi predicates: eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge.
@@ -32,9 +38,10 @@ _SWAPPED = {0: 0, 1: 1, 2: 4, 3: 5, 4: 2, 5: 3, 6: 8, 7: 9, 8: 6, 9: 7}
 
 @dataclass
 class Segment:
-    """Indices [start, end) of the split dim (`end` None: to its extent):
-    the results that equal one of their operands there (`aliases`) and the
-    ops the stores need there, in block order (`ops`)."""
+    """One range [start, end) of the innermost dim (`end` None: to its
+    extent; the whole dim when it is not split): the results that equal one
+    of their operands there (`aliases`) and the ops the stores need there,
+    in block order (`ops`)."""
 
     start: int
     end: int | None
@@ -44,16 +51,28 @@ class Segment:
 
 @dataclass
 class SegmentPlan:
-    dim: int
-    segments: list[Segment]
-    resolved_selects: int  # over all segments
+    """`inner_dim`: the innermost dim when it is split (None otherwise);
+    `interior`: each split outer dim's longest range (a window's or a
+    padding's inside), whose box takes `inside`, one segment per range of
+    the innermost dim; elsewhere `outside` (empty without an interior box).
+    The outer dims' other ranges (a padded border's rows) are no loops of
+    their own: each would be one more vectorised loop to compile for a few
+    points."""
+
+    inner_dim: int | None
+    interior: dict[int, tuple]
+    inside: list[Segment]
+    outside: list[Segment]
+    resolved_selects: int
 
 
-def _split_points(predicate: int, constant: int) -> list[int]:
-    """Where `index <predicate> constant` may change value."""
+def _split_points(predicate: int, scale: int, bound: int) -> list[int]:
+    """Where `scale * index <predicate> bound` may change value (scale > 0)."""
+    below = -(-bound // scale)  # the first index with scale * index >= bound
+    above = bound // scale + 1  # the first index with scale * index > bound
     if predicate in (0, 1):
-        return [constant, constant + 1]
-    return [constant + 1 if predicate in (3, 4, 7, 8) else constant]
+        return [bound // scale, above] if bound % scale == 0 else []
+    return [above if predicate in (3, 4, 7, 8) else below]
 
 
 def _constant(value: ir.Value) -> int | None:
@@ -67,22 +86,45 @@ def _constant(value: ir.Value) -> int | None:
     return None
 
 
+def _affine_index(a: KernelAnalysis, value: ir.Value) -> tuple[int, int, int] | None:
+    """(dim, scale, offset) when `value` is a domain index times a positive
+    constant plus a constant (a strided window's tap, a padding's shift)."""
+    dim = a.index_dim(value)
+    if dim is not None:
+        return dim, 1, 0
+    owner = value.owner
+    name = getattr(owner, "name", None)
+    if name not in ("arith.addi", "arith.subi", "arith.muli"):
+        return None
+    lhs, rhs = owner.operands
+    inner, constant = _affine_index(a, lhs), _constant(rhs)
+    if inner is None and name != "arith.subi":
+        inner, constant = _affine_index(a, rhs), _constant(lhs)
+    if inner is None or constant is None:
+        return None
+    dim, scale, offset = inner
+    if name == "arith.muli":
+        return (dim, scale * constant, offset * constant) if constant > 0 else None
+    return dim, scale, offset + (constant if name == "arith.addi" else -constant)
+
+
 def _compared_dims(a: KernelAnalysis) -> dict[int, set[int]]:
-    """Parallel dim -> the points where a comparison of its index with a
-    constant may change value."""
+    """Parallel dim -> the points where a comparison of its index (times
+    and plus constants) with a constant may change value."""
     points: dict[int, set[int]] = {}
     for op in a.ops:
         if op.operation.name != "arith.cmpi":
             continue
         lhs, rhs = op.operation.operands
         predicate = op.attributes["predicate"].value
-        dim, constant = a.index_dim(lhs), _constant(rhs)
-        if dim is None:
-            dim, constant, predicate = a.index_dim(rhs), _constant(lhs), _SWAPPED[predicate]
-        if dim is None or constant is None or dim in a.reduce:
+        index, constant = _affine_index(a, lhs), _constant(rhs)
+        if index is None:
+            index, constant, predicate = _affine_index(a, rhs), _constant(lhs), _SWAPPED[predicate]
+        if index is None or constant is None or index[0] in a.reduce:
             continue
+        dim, scale, offset = index
         extent = a.domain[dim]
-        for point in _split_points(predicate, constant):
+        for point in _split_points(predicate, scale, constant - offset):
             if 0 < point and (extent is None or point < extent):
                 points.setdefault(dim, set()).add(point)
     return points
@@ -113,12 +155,13 @@ class _Evaluation:
     """The body over one segment: intervals of the integer values, and the
     results that equal an operand."""
 
-    def __init__(self, a: KernelAnalysis, dim: int, start: int, end: int | None):
+    def __init__(self, a: KernelAnalysis, box: dict[int, tuple]):
         self.interval: dict[ir.Value, tuple] = {}
         self.aliases: dict[ir.Value, ir.Value] = {}
         for d in range(a.rank):
             top = math.inf if a.domain[d] is None else a.domain[d] - 1
-            self.interval[a.arguments[d]] = (start, top if end is None else end - 1) if d == dim else (0, top)
+            start, end = box.get(d, (0, None))
+            self.interval[a.arguments[d]] = (start, top if end is None else end - 1)
         self.resolved = 0
         for op in a.ops:
             self.visit(op)
@@ -197,30 +240,34 @@ def _live_ops(a: KernelAnalysis, evaluation: _Evaluation) -> list:
     return needed
 
 
+def _ranges(points: set[int]) -> list[tuple]:
+    bounds = [0, *sorted(points), None]
+    return list(zip(bounds, bounds[1:]))
+
+
+def _longest(ranges: list[tuple], extent: int | None) -> tuple:
+    return max(ranges, key=lambda r: (math.inf if extent is None else extent) - r[0] if r[1] is None else r[1] - r[0])
+
+
 def segments(a: KernelAnalysis) -> SegmentPlan | None:
-    """The split of the parallel dim whose index the most comparisons
-    with constants read, when it resolves a select; None otherwise (a
-    reduction, no such comparison, or more than MAX_SEGMENTS ranges)."""
+    """The split of a pointwise kernel by the comparisons of its indices
+    with constants, when it resolves a select; None otherwise (a reduction,
+    no such comparison)."""
     if a.reduce:
         return None
     compared = _compared_dims(a)
-    if not compared:
+    last = a.rank - 1
+    inner = compared.pop(last, None)
+    if inner is not None and len(inner) + 1 > MAX_SEGMENTS:
+        inner = None
+    if inner is None and not compared:
         return None
-    dim = max(compared, key=lambda d: (len(compared[d]), d))
-    points = sorted(compared[dim])
-    if len(points) + 1 > MAX_SEGMENTS:
-        return None
-    bounds = [0, *points, None]
-    plan = SegmentPlan(dim, [], 0)
-    for start, end in zip(bounds, bounds[1:]):
-        evaluation = _Evaluation(a, dim, start, end)
-        plan.resolved_selects += evaluation.resolved
-        plan.segments.append(Segment(start, end, evaluation.aliases, _live_ops(a, evaluation)))
+    interior = {dim: _longest(_ranges(points), a.domain[dim]) for dim, points in sorted(compared.items())}
+    plan = SegmentPlan(None if inner is None else last, interior, [], [], 0)
+    ranges = _ranges(inner) if inner is not None else [(0, None)]
+    for box, segments_of in [(interior, plan.inside)] + ([({}, plan.outside)] if interior else []):
+        for start, end in ranges:
+            evaluation = _Evaluation(a, {**box, last: (start, end)})
+            plan.resolved_selects += evaluation.resolved
+            segments_of.append(Segment(start, end, evaluation.aliases, _live_ops(a, evaluation)))
     return plan if plan.resolved_selects else None
-
-
-def unresolved_selects(plan: SegmentPlan) -> bool:
-    """Whether a select is left on some segment (its condition does not
-    depend on the split dim alone)."""
-    return any(op.operation.name == "arith.select" and op.operation.results[0] not in segment.aliases
-               for segment in plan.segments for op in segment.ops)

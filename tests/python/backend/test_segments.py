@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import braze
 from braze.codegen.analysis import KernelAnalysis
-from braze.codegen.segments import MAX_SEGMENTS, segments, unresolved_selects
+from braze.codegen.segments import MAX_SEGMENTS, segments
 from braze.testing.kernels import kernel_form
 
 
@@ -33,10 +33,9 @@ func.func @cat(%a: tensor<2x4x32xf32>, %b: tensor<2x4x16xf32>, %c: tensor<2x4x8x
 def test_a_concatenation_splits_at_its_inputs_offsets():
     module, analysis = _kernel_of(CONCAT.replace("DIM", "2"))
     plan = segments(analysis)
-    assert plan is not None and plan.dim == 2
-    assert [(s.start, s.end) for s in plan.segments] == [(0, 32), (32, 48), (48, None)]
-    assert not unresolved_selects(plan)
-    for number, segment in enumerate(plan.segments):
+    assert plan is not None and plan.inner_dim == 2 and not plan.interior and not plan.outside
+    assert [(s.start, s.end) for s in plan.inside] == [(0, 32), (32, 48), (48, None)]
+    for number, segment in enumerate(plan.inside):
         names = [op.operation.name for op in segment.ops]
         # One load (of input `number`), the relu, the store: no select, no clamp.
         assert names.count("tensor.extract") == 1, names
@@ -104,9 +103,11 @@ def test_concatenations_match_eager(dim, dtype):
     program = braze.compile(model, tuple(xs))
     source = program.stats["source"].read_text()
     kernels = source[source.index('extern "C"'):]
-    assert "first = std::max" in kernels if dim == 3 else "} else if (i1 < " in kernels
-    # Each input is read in its own range only (before: every point read all 20).
-    assert all(kernels.count(f"in{number}[") == 1 for number in range(len(xs))), kernels
+    # Innermost: one loop per input's range; outer: the largest input's
+    # range of dim 1 takes its own loop.
+    assert "first = std::max" in kernels if dim == 3 else "if (i1 >= " in kernels
+    if dim == 3:  # each input is read in its own range only (before: every point read all 20)
+        assert all(kernels.count(f"in{number}[") == 1 for number in range(len(xs))), kernels
     torch.testing.assert_close(program(*xs), model(*xs), rtol=0, atol=0, equal_nan=True)
 
 

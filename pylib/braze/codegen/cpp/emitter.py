@@ -37,7 +37,7 @@ from mlir import ir
 
 from braze.codegen.analysis import EXPENSIVE, UNARY_MATH, KernelAnalysis, KernelSpec, combo_kernels
 from braze.codegen.renderer import CStyleRenderer
-from braze.codegen.segments import segments, unresolved_selects
+from braze.codegen.segments import segments
 from braze.errors import BrazeError
 
 PRELUDE = (Path(__file__).with_name("prelude.h")).read_text()
@@ -345,14 +345,12 @@ class CppRenderer(CStyleRenderer):
         head.append("  (void)sizes;")
 
         if block is None and not self.a.reduce:
-            # Split ranges where they decide every select; else the interior
-            # version where it applies; else ranges deciding some.
+            # Ranges where comparisons with constants decide the selects;
+            # else (conditions on run-time sizes) the interior version.
             plan = segments(self.a)
-            versions = None
-            if plan is None or unresolved_selects(plan):
-                versions = self._interior_versions()
+            versions = None if plan else self._interior_versions()
             if versions or plan:
-                lines = head + self._parallel_loops(self.a.parallel, [], versions, None if versions else plan)
+                lines = head + self._parallel_loops(self.a.parallel, [], versions, plan)
                 return "\n".join(lines + ["  return failed;", "}"])
         body: list[str] = []
         # Column reductions: values varying along the lanes are computed in
@@ -471,32 +469,34 @@ class CppRenderer(CStyleRenderer):
         return lines
 
     def _segment_loops(self, plan, last: int, loop: str) -> list[str]:
-        """One SIMD loop per range of the split dim (`segments`): ranges of
-        the innermost dim split the block's loop; ranges of an outer dim
-        are branches on its index around the whole loop."""
+        """The loops of `plan` (`segments`): inside the interior box of the
+        split outer dims (when any) and elsewhere, one SIMD loop per range
+        of the innermost dim (the block's loop split) or the block's loop."""
+        if not plan.interior:
+            return self._range_loops(plan, plan.inside, last, loop, "    ")
+        terms = []
+        for dim, (start, end) in plan.interior.items():
+            terms += ([f"i{dim} >= {start}"] if start else []) + ([f"i{dim} < {end}"] if end is not None else [])
+        return [f"    if ({' && '.join(terms)}) {{", *self._range_loops(plan, plan.inside, last, loop, "      "),
+                "    } else {", *self._range_loops(plan, plan.outside, last, loop, "      "), "    }"]
+
+    def _range_loops(self, plan, segments_of: list, last: int, loop: str, indent: str) -> list[str]:
         out: list[str] = []
         outside = dict(self.names)
-        for number, segment in enumerate(plan.segments):
+        for segment in segments_of:
             self.names = dict(outside)
             body = self._segment_body(segment)
-            if plan.dim == last:
-                stop = "end" if segment.end is None else f"std::min<int64_t>(end, {segment.end})"
-                out += ["    {",
-                        f"      const int64_t first = std::max<int64_t>(block * {POINTWISE_BLOCK}, {segment.start});",
-                        f"      const int64_t stop = {stop};",
-                        f"      {self.simd()}",
-                        f"      for (int64_t i{last} = first; i{last} < stop; ++i{last}) {{"]
-            else:
-                test = f"i{plan.dim} < {segment.end}"
-                opening = ("if" if number == 0 else "} else if") + f" ({test}) {{"
-                if segment.end is None:
-                    opening = "} else {"
-                out += [f"    {opening}", f"      {self.simd()}", f"      {loop}"]
-            out += ["        " + line for line in body] + ["      }"]
-            if plan.dim == last:
-                out.append("    }")
-        if plan.dim != last:
-            out.append("    }")
+            if plan.inner_dim is None:
+                out += [f"{indent}{self.simd()}", f"{indent}{loop}", *(f"{indent}  {line}" for line in body),
+                        f"{indent}}}"]
+                continue
+            stop = "end" if segment.end is None else f"std::min<int64_t>(end, {segment.end})"
+            out += [f"{indent}{{",
+                    f"{indent}  const int64_t first = std::max<int64_t>(block * {POINTWISE_BLOCK}, {segment.start});",
+                    f"{indent}  const int64_t stop = {stop};",
+                    f"{indent}  {self.simd()}",
+                    f"{indent}  for (int64_t i{last} = first; i{last} < stop; ++i{last}) {{",
+                    *(f"{indent}    {line}" for line in body), f"{indent}  }}", f"{indent}}}"]
         self.names = outside
         return out
 
