@@ -285,8 +285,7 @@ class AttentionRenderer:
         lines += [
             f"  const int64_t q_blocks = ({l} + {a.q_block - 1}) / {a.q_block};",
             f"  const int64_t tasks = {batches} / group;" if grouped else f"  const int64_t tasks = {batches} * q_blocks;",
-            f"  #pragma omp parallel if(tasks > 1 && {batches} * {l} * {s} * ({e} + {ev}) >= {PARALLEL_WORK})",
-            "  {",
+            f"  bz_parallel(tasks > 1 && {batches} * {l} * {s} * ({e} + {ev}) >= {PARALLEL_WORK}, [&]() -> int {{",
             f"    bz_attention<{storage}, {self.accumulator}, {widen}, {narrow}> item({capacity}, {a.kv_block}, {e}, "
             f"{ev}{half_gemm});",
         ]
@@ -347,7 +346,8 @@ class AttentionRenderer:
             "      }",
             f"      item.end(rows, out0 + (({out_row}) * {l} + q0) * {ev}, {str(a.masked_rows_nan).lower()});",
             "    }",
-            "  }",
+            "    return 0;",
+            "  });",
             "  (void)sizes;",
             "  return 0;",
             "}",

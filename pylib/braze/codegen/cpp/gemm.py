@@ -415,8 +415,8 @@ class GemmRenderer:
             f"{MIN_PANEL_COLUMNS}, {PANEL_FLOATS});",
             "  const int64_t col_panels = plan.col_panels, panel_cols = plan.cols, row_panels = plan.row_panels;",
             "  const int64_t panel_rows = plan.rows, tasks = plan.tasks;",
-            f"  #pragma omp parallel if(tasks > 1 && {m} * {n} * {k} >= {PARALLEL_WORK})@FAILED@",
-            "  {",
+            f"  failed |= bz_parallel(tasks > 1 && {m} * {n} * {k} >= {PARALLEL_WORK}, [&]() -> int {{",
+            "    int failed = 0;",
             f"    {acc_c}* acc = ({acc_c}*)std::malloc(sizeof({acc_c}) * panel_rows * panel_cols);",
             *alloc,
             "    #pragma omp for schedule(static)",
@@ -437,7 +437,7 @@ class GemmRenderer:
         ]
         body = [f"const int64_t i{a.n} = c0 + c;"] + lines + stores
         out += ["        " + line for line in self._row(body, yielded)]
-        out += ["      }", "    }", "    std::free(acc);", *frees, "  }"]
+        out += ["      }", "    }", "    std::free(acc);", *frees, "    return failed;", "  });"]
         return out
 
     def _library_product(self, k: str) -> tuple[list[str], list[str], list[str]]:
