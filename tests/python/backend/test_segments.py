@@ -1,8 +1,9 @@
 """Index-set splitting (codegen/segments.py): a pointwise kernel reading a
-concatenation or a padding gets one loop (or branch) per range of the
-concatenated dim, where every select is decided and every clamp is the
-identity. The ranges' analysis is checked on the kernel form; the C++ is
-compared with eager PyTorch."""
+concatenation or a padding gets one loop per range of the concatenated
+innermost dim (and, for outer dims, one for the box of their longest
+ranges), where every select is decided and every clamp is the identity.
+The ranges' analysis is checked on the kernel form; the C++ is compared
+with eager PyTorch."""
 
 import pytest
 import torch
@@ -90,8 +91,8 @@ class Concat(torch.nn.Module):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
 def test_concatenations_match_eager(dim, dtype):
     """20 inputs of 1-5 channels (DenseNet's growing concatenation), along
-    an outer dim (branches around the SIMD loop) and the innermost one
-    (one loop per range of the block), NaN included."""
+    an outer dim (the largest input's range takes its own loop) and the
+    innermost one (one loop per range of the block), NaN included."""
     torch.manual_seed(0)
     shapes = [[2, 3, 5, 7] for _ in range(20)]
     for number, shape in enumerate(shapes):

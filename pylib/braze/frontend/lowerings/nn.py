@@ -13,6 +13,7 @@ from braze.dialects import braze as bz
 from braze.errors import BrazeError
 from braze.frontend.builder import dtype_of, shape_of
 from braze.frontend.lowerings import lowers
+from braze.frontend.lowerings.reductions import normalized_dims
 from braze.frontend.types import element_type
 
 aten = torch.ops.aten
@@ -148,8 +149,6 @@ def linalg_vector_norm(b, x, ord=2, dim=None, keepdim=False, *, dtype=None):
     and its p-th root, the maximum or minimum of |x| for p = +-inf, the
     count of non-zeros for p = 0; in float32 for halves, as PyTorch's CPU
     kernel accumulates."""
-    from braze.frontend.lowerings.reductions import normalized_dims
-
     out_dtype = b.out_dtype()
     if not out_dtype.is_floating_point or not dtype_of(x).is_floating_point:
         raise BrazeError(f"vector norm of {dtype_of(x)} (real floating point only)")
