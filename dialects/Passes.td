@@ -42,6 +42,13 @@ def BrazeSimplify : Pass<"braze-simplify"> {
     %r = braze.reshape %m : tensor<394x2304xf32> -> tensor<197x2x2304xf32>
     ```
     It needs at most one dynamic dim in each reshape.
+
+    A permute that moves only dims of size 1 (einsum's captures insert and
+    move them around products) keeps the row-major order of the elements,
+    so it becomes a reshape, which composes with the reshapes beside it
+    (MaxViT's attention scores, `[256, 49, 49]` reshaped to
+    `[2, 64, 2, 49, 1, 49]`, permuted to `[..., 49, 49, 1]` and reshaped to
+    `[2, 64, 2, 49, 49]`, become one reshape the attention pass reads).
     The patterns apply to braze ops only; like `canonicalize`, the driver
     still folds any op it visits.
   }];
@@ -54,6 +61,8 @@ def BrazeSimplify : Pass<"braze-simplify"> {
               "Negations removed by algebraic rewrites">,
     Statistic<"numBroadcastProducts", "broadcast-products",
               "Batched products of a broadcast matrix made one GEMM">,
+    Statistic<"numUnitPermutes", "unit-permutes",
+              "Permutes of unit dims made reshapes">,
   ];
 }
 
@@ -141,12 +150,24 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
       softmax ran in f32;
     - the softmax over the last dim as the frontend lowers it: `max`,
       `sub`, `exp`, `sum`, `div` (a cast to f32 before it allowed);
-    - an optional mask: `add` of a tensor (an additive mask, of q's element
-      type), or `where` choosing minus infinity (a boolean mask, kept where
-      the score is; a `not` of the condition is undone);
+    - optional masks: `add` of a tensor (an additive mask, of q's element
+      type; several are summed into one, as Swin's position bias and its
+      shifted-window mask), or one `where` choosing minus infinity (a
+      boolean mask, kept where the score is; a `not` of the condition is
+      undone);
     - an optional scale: `mul` or `div` by a scalar constant;
-    - the product `q @ k^T`, through a reshape merging batch dims; `k^T` is
-      read through its `permute` of the last two dims, or permuted back.
+    - the product `q @ k^T`; `k^T` is read through its `permute` of the
+      last two dims, or permuted back.
+
+    Reshapes that merge or split batch dims may come anywhere between the
+    softmax and the product (a mask may be added to the scores viewed with
+    finer batch dims: Swin adds its window mask to `[B*nW, H, L, L]`
+    viewed as `[B, nW, H, L, L]`). The attention then runs over the finest
+    batch dims a mask was added in, q, k and v reshaped to them, and each
+    mask is read there: a batch dim it was added over becomes the dims it
+    splits into (all of size 1 where the mask broadcasts over it), so the
+    masks stay as small as they were. Summing masks first rounds
+    `s + (m1 + m2)` instead of eager's `(s + m1) + m2`.
 
     The attention gets `masked_rows_nan`: a row whose keys are all masked is
     NaN, as the spelled-out softmax's is, and the scale found (1 when there
@@ -161,7 +182,9 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
     - the scale is a tensor, not a constant;
     - q, k or v has other batch dims than the scores, or the element types
       differ (an additive mask of another type than q);
-    - the mask broadcasts the scores to a larger shape.
+    - the mask broadcasts the scores to a larger shape, or a mask was added
+      in batch dims the finest ones do not split (`[8, 3]` viewed as
+      `[2, 12]`), or a boolean mask comes with another mask.
 
     Then every `braze.attention` (formed here or captured from SDPA) whose
     key and value repeat their heads as grouped-query attention written

@@ -82,6 +82,80 @@ bool onlyUsedBy(Operation *op, const llvm::SetVector<Operation *> &allowed) {
                       [&](Operation *user) { return allowed.contains(user); });
 }
 
+/// Whether `value` is the scores: a product q @ k^T reached through the
+/// ops attention code puts between it and the softmax (reshapes, casts,
+/// scales and masks), not a mask computed beside it.
+bool leadsToProduct(Value value, int depth = 8) {
+  Operation *op = value.getDefiningOp();
+  if (!op || depth == 0)
+    return false;
+  if (isa<BmmOp, MatmulOp>(op))
+    return true;
+  if (isa<ReshapeOp, CastOp>(op))
+    return leadsToProduct(op->getOperand(0), depth - 1);
+  if (isa<AddOp, MulOp, DivOp>(op))
+    return leadsToProduct(op->getOperand(0), depth - 1) ||
+           leadsToProduct(op->getOperand(1), depth - 1);
+  if (auto where = dyn_cast<WhereOp>(op))
+    return leadsToProduct(where.getTrueValue(), depth - 1) ||
+           leadsToProduct(where.getFalseValue(), depth - 1);
+  return false;
+}
+
+/// The type in which a mask added to scores of type `scores` reads the same
+/// elements of scores reshaped to `frame`, whose batch dims split those of
+/// `scores` (Swin's `[B*nW, H, L, S]` viewed as `[B, nW, H, L, S]` for its
+/// shifted-window mask): each batch dim of the scores becomes the frame's
+/// dims it splits into, all of size 1 where the mask broadcasts over it.
+/// None when the frame does not split the scores' batch dims that way.
+std::optional<RankedTensorType> maskInFrame(RankedTensorType mask,
+                                            RankedTensorType scores,
+                                            RankedTensorType frame) {
+  if (scores.getShape() == frame.getShape())
+    return mask;
+  ArrayRef<int64_t> coarse = scores.getShape().drop_back(2);
+  ArrayRef<int64_t> fine = frame.getShape().drop_back(2);
+  // A reshape keeps the dims it leaves equal at either end (a dynamic size
+  // equals a dynamic one, as in mergesBatch); what remains of the scores'
+  // dims must be the one the rest of the frame's split.
+  int64_t tail = 0;
+  while (tail < int64_t(coarse.size()) && tail < int64_t(fine.size()) &&
+         coarse[coarse.size() - 1 - tail] == fine[fine.size() - 1 - tail])
+    ++tail;
+  int64_t head = 0;
+  while (int64_t(coarse.size()) - tail - head > 1 &&
+         coarse[head] == fine[head])
+    ++head;
+  ArrayRef<int64_t> split = coarse.slice(head, coarse.size() - tail - head);
+  ArrayRef<int64_t> parts = fine.slice(head, fine.size() - tail - head);
+  if (split.size() > 1)
+    return std::nullopt;
+  if (split.empty() ? llvm::any_of(parts, [](int64_t d) { return d != 1; })
+                    : llvm::count_if(parts, ShapedType::isDynamic) !=
+                          int64_t(ShapedType::isDynamic(split[0])))
+    return std::nullopt;
+  if (!split.empty() && !ShapedType::isDynamic(split[0])) {
+    int64_t product = 1;
+    for (int64_t d : parts)
+      product *= d;
+    if (product != split[0])
+      return std::nullopt;
+  }
+  // The mask's dims, padded to the scores' rank, with the split dim
+  // replaced by its parts (or by ones where the mask broadcasts).
+  SmallVector<int64_t> padded(scores.getRank() - mask.getRank(), 1);
+  llvm::append_range(padded, mask.getShape());
+  SmallVector<int64_t> shape(padded.begin(), padded.begin() + head);
+  bool broadcast = split.empty() || padded[head] == 1;
+  for (int64_t d : parts)
+    shape.push_back(broadcast ? 1 : d);
+  llvm::append_range(shape, ArrayRef<int64_t>(padded).drop_front(
+                                head + split.size()));
+  if (llvm::count_if(shape, ShapedType::isDynamic) > 1)
+    return std::nullopt; // a reshape that would need its sizes
+  return RankedTensorType::get(shape, mask.getElementType());
+}
+
 /// One attention found at a product `softmax(...) @ v`.
 class AttentionMatch {
 public:
@@ -115,7 +189,16 @@ private:
   Operation *root;
   Value scores;        // the softmax's input: scaled and masked Q K^T
   RankedTensorType frame; // [B..., L, S]
-  Value query, keyTransposed, value, mask;
+  Value query, keyTransposed, value;
+  /// A mask, the scores' type where it was applied, and its type in the
+  /// frame. Additive masks are summed (several: Swin's position bias and
+  /// its shifted-window mask); a boolean mask is the only one.
+  struct Mask {
+    Value value;
+    RankedTensorType scores;
+    RankedTensorType framed;
+  };
+  SmallVector<Mask> masks;
   Value notInput;      // a condition the boolean mask negates
   bool boolMask = false;
   llvm::SetVector<Operation *> taken; // in program order once sorted
@@ -200,55 +283,55 @@ bool AttentionMatch::findSoftmax() {
 
 bool AttentionMatch::takeMask(Value &value) {
   Operation *def = value.getDefiningOp();
+  RankedTensorType scores = tensorType(value);
+  if (boolMask)
+    return refuse("the scores are masked again after a boolean mask");
   if (auto add = dyn_cast_or_null<AddOp>(def)) {
-    // The scores are the operand that is a product (through a scale or a
-    // reshape); the other is the mask.
-    auto isScores = [](Value v) {
-      Operation *op = v.getDefiningOp();
-      return op && isa<MulOp, DivOp, ReshapeOp, BmmOp, MatmulOp>(op);
-    };
-    bool lhsScores = isScores(add.getLhs()) &&
-                     tensorType(add.getLhs()).getShape() == frame.getShape();
-    mask = lhsScores ? add.getRhs() : add.getLhs();
+    // The scores are the operand reached from a product; the other is the
+    // mask.
+    bool lhsScores = leadsToProduct(add.getLhs());
+    Value mask = lhsScores ? add.getRhs() : add.getLhs();
     value = lhsScores ? add.getLhs() : add.getRhs();
-    if (tensorType(value).getShape() != frame.getShape())
+    if (tensorType(value).getShape() != scores.getShape())
       return refuse("the mask broadcasts the scores to a larger shape");
-    maskKind = "additive mask";
+    masks.push_back({mask, scores, {}});
+    maskKind = masks.size() > 1 ? "additive masks" : "additive mask";
     taken.insert(add);
     return true;
   }
-  if (auto where = dyn_cast_or_null<WhereOp>(def)) {
-    std::optional<double> onTrue = splatValue(where.getTrueValue());
-    std::optional<double> onFalse = splatValue(where.getFalseValue());
-    bool fillOnTrue = onTrue && isScalarShaped(where.getTrueValue());
-    bool fillOnFalse = onFalse && isScalarShaped(where.getFalseValue());
-    if (!fillOnTrue && !fillOnFalse)
-      return refuse("the scores are selected between two tensors, not "
-                    "masked with a constant");
-    double fill = fillOnTrue ? *onTrue : *onFalse;
-    if (!(std::isinf(fill) && fill < 0))
-      return refuse("the mask fills with " + formatNumber(fill) +
-                    ", not minus infinity (a finite fill gives a fully "
-                    "masked row other weights than attention's)");
-    value = fillOnTrue ? where.getFalseValue() : where.getTrueValue();
-    if (tensorType(value).getShape() != frame.getShape())
-      return refuse("the mask broadcasts the scores to a larger shape");
-    mask = where.getCondition();
-    boolMask = true;
-    if (fillOnTrue) { // kept where the condition is false
-      if (auto negated = mask.getDefiningOp<NotOp>()) {
-        views.push_back(negated);
-        mask = negated.getInput();
-      } else
-        notInput = mask;
-    }
-    maskKind = "boolean mask";
-    views.push_back((fillOnTrue ? where.getTrueValue() : where.getFalseValue())
-                        .getDefiningOp());
-    taken.insert(where);
-    return true;
+  auto where = cast<WhereOp>(def);
+  if (!masks.empty())
+    return refuse("the scores are masked by a boolean mask and another");
+  std::optional<double> onTrue = splatValue(where.getTrueValue());
+  std::optional<double> onFalse = splatValue(where.getFalseValue());
+  bool fillOnTrue = onTrue && isScalarShaped(where.getTrueValue());
+  bool fillOnFalse = onFalse && isScalarShaped(where.getFalseValue());
+  if (!fillOnTrue && !fillOnFalse)
+    return refuse("the scores are selected between two tensors, not "
+                  "masked with a constant");
+  double fill = fillOnTrue ? *onTrue : *onFalse;
+  if (!(std::isinf(fill) && fill < 0))
+    return refuse("the mask fills with " + formatNumber(fill) +
+                  ", not minus infinity (a finite fill gives a fully "
+                  "masked row other weights than attention's)");
+  value = fillOnTrue ? where.getFalseValue() : where.getTrueValue();
+  if (tensorType(value).getShape() != scores.getShape())
+    return refuse("the mask broadcasts the scores to a larger shape");
+  Value mask = where.getCondition();
+  boolMask = true;
+  if (fillOnTrue) { // kept where the condition is false
+    if (auto negated = mask.getDefiningOp<NotOp>()) {
+      views.push_back(negated);
+      mask = negated.getInput();
+    } else
+      notInput = mask;
   }
-  return true; // no mask
+  masks.push_back({mask, scores, {}});
+  maskKind = "boolean mask";
+  views.push_back((fillOnTrue ? where.getTrueValue() : where.getFalseValue())
+                      .getDefiningOp());
+  taken.insert(where);
+  return true;
 }
 
 bool AttentionMatch::takeScale(Value &value) {
@@ -282,14 +365,42 @@ bool AttentionMatch::match() {
     taken.insert(cast);
     current = cast.getInput();
   }
-  if (!takeMask(current) || !takeScale(current))
-    return false;
-  if (auto reshape = current.getDefiningOp<ReshapeOp>()) {
-    if (!mergesBatch(tensorType(reshape.getInput()), reshape.getType()))
-      return refuse("the scores are reshaped other than by merging batch "
-                    "dims");
-    taken.insert(reshape);
-    current = reshape.getInput();
+  // From the softmax down: masks, then a scale, with reshapes of the batch
+  // dims anywhere between.
+  bool scaled = false;
+  while (Operation *def = current.getDefiningOp()) {
+    if (auto reshape = dyn_cast<ReshapeOp>(def)) {
+      if (!mergesBatch(tensorType(reshape.getInput()), reshape.getType()))
+        return refuse("the scores are reshaped other than by merging batch "
+                      "dims");
+      taken.insert(reshape);
+      current = reshape.getInput();
+    } else if (!scaled && isa<AddOp, WhereOp>(def)) {
+      if (!takeMask(current))
+        return false;
+    } else if (!scaled && isa<MulOp, DivOp>(def)) {
+      if (!takeScale(current))
+        return false;
+      scaled = true;
+    } else {
+      break;
+    }
+  }
+  // The attention's batch dims: the finest any mask was applied in, where
+  // every mask reads the scores' elements through a broadcast.
+  for (const Mask &mask : masks)
+    if (tensorType(mask.value).getRank() > mask.scores.getRank())
+      return refuse("the mask has more dims than the scores");
+  for (const Mask &mask : masks)
+    if (mask.scores.getRank() > frame.getRank())
+      frame = mask.scores;
+  for (Mask &mask : masks) {
+    std::optional<RankedTensorType> framed =
+        maskInFrame(tensorType(mask.value), mask.scores, frame);
+    if (!framed)
+      return refuse("a mask is applied to the scores in batch dims that do "
+                    "not split into the other masks'");
+    mask.framed = *framed;
   }
   Operation *product = current.getDefiningOp();
   if (!product || !isa<BmmOp, MatmulOp>(product))
@@ -306,10 +417,9 @@ bool AttentionMatch::match() {
       tensorType(value).getElementType() != element ||
       tensorType(root->getResult(0)).getElementType() != element)
     return refuse("q, k, v and the result have different element types");
-  if (mask && !boolMask && tensorType(mask).getElementType() != element)
-    return refuse("the additive mask's element type is not q's");
-  if (mask && tensorType(mask).getRank() > frame.getRank())
-    return refuse("the mask has more dims than the scores");
+  for (const Mask &mask : masks)
+    if (!boolMask && mask.framed.getElementType() != element)
+      return refuse("the additive mask's element type is not q's");
   if (llvm::any_of(taken, [&](Operation *op) {
         return op->getBlock() != root->getBlock();
       }))
@@ -358,8 +468,18 @@ void AttentionMatch::build(OpBuilder &builder) {
         RankedTensorType::get(shape, tensorType(keyTransposed).getElementType()),
         keyTransposed, swap);
   }
-  if (notInput)
-    mask = NotOp::create(builder, loc, notInput.getType(), notInput);
+  // The masks in the frame, summed in the order the scores met them.
+  Value mask;
+  for (const Mask &added : llvm::reverse(masks)) {
+    Value framedMask = added.value;
+    if (framedMask == notInput)
+      framedMask = NotOp::create(builder, loc, notInput.getType(), notInput);
+    if (framedMask.getType() != added.framed)
+      framedMask = ReshapeOp::create(builder, loc, added.framed, framedMask,
+                                     ValueRange{});
+    mask = mask ? AddOp::create(builder, loc, mask, framedMask).getResult()
+                : framedMask;
+  }
   SmallVector<int64_t> shape(tensorType(query).getShape());
   shape.back() = tensorType(value).getShape().back();
   auto type = RankedTensorType::get(shape, tensorType(query).getElementType());

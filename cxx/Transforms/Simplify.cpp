@@ -134,12 +134,40 @@ struct BmmOfBroadcastMatrix : CountedPattern<BmmOp> {
   }
 };
 
+/// A permute that moves only dims of size 1 keeps the elements' row-major
+/// order: it is a reshape (einsum's captures insert and move unit dims
+/// around products; as reshapes they compose with the ones beside them).
+struct PermuteOfUnitDims : CountedPattern<PermuteOp> {
+  using CountedPattern::CountedPattern;
+  LogicalResult rewrite(PermuteOp op, PatternRewriter &rewriter) const override {
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    ArrayRef<int64_t> shape = inputType.getShape();
+    int64_t previous = -1;
+    for (int64_t source : op.getPermutation()) {
+      if (shape[source] == 1)
+        continue;
+      if (source < previous)
+        return failure(); // two dims that are not units swap
+      previous = source;
+    }
+    // A reshape infers one dynamic dim from the element count, not more.
+    if (llvm::count_if(shape, ShapedType::isDynamic) > 1)
+      return failure();
+    LLVM_DEBUG(llvm::dbgs() << "permute of unit dims -> reshape: " << op
+                            << "\n");
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput(),
+                                           ValueRange{});
+    return success();
+  }
+};
+
 struct BrazeSimplifyPass
     : braze::impl::BrazeSimplifyBase<BrazeSimplifyPass> {
   using BrazeSimplifyBase::BrazeSimplifyBase;
 
   // 1. Gather the canonicalization patterns of every braze op.
-  // 2. Add the algebraic rewrites and the broadcast-matrix product.
+  // 2. Add the algebraic rewrites, the broadcast-matrix product and
+  //    permutes of unit dims.
   // 3. Run the greedy driver, which also applies every op's folder.
   void runOnOperation() override {
     MLIRContext *context = &getContext();
@@ -152,6 +180,7 @@ struct BrazeSimplifyPass
         op.getCanonicalizationPatterns(patterns, context);
     patterns.add<AddOfNeg, SubOfNeg, MulOfNegs>(context, numAlgebraicRewrites);
     patterns.add<BmmOfBroadcastMatrix>(context, numBroadcastProducts);
+    patterns.add<PermuteOfUnitDims>(context, numUnitPermutes);
 
     GreedyRewriteConfig config;
     int64_t rounds = maxIterations;

@@ -227,3 +227,53 @@ def test_repeated_heads_are_read_in_place(spelled_out):
     text = str(compiled.compiled.module)
     assert " gqa " in text and "braze.expand" not in text
     _assert_matches(compiled(q, k, v, mask), model(q, k, v, mask), 2e-5)
+
+
+def _shifted_windows(q, k, v, bias, windows):
+    """Swin's shifted-window attention: a position bias [H, N, N] added to
+    scores of [B*nW, H, N, N], which are viewed as [B, nW, H, N, N] to add
+    the window mask [nW, N, N] and viewed back for the softmax."""
+    heads, n = q.shape[1], q.shape[2]
+    scores = q @ k.transpose(-2, -1) + bias.unsqueeze(0)
+    scores = scores.view(-1, windows.shape[0], heads, n, n) + windows.unsqueeze(1).unsqueeze(0)
+    return torch.softmax(scores.view(-1, heads, n, n), -1) @ v
+
+
+def _window_inputs(batch, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(batch * 4, 3, 16, 8, generator=g).to(dtype) for _ in range(3))
+    bias = torch.randn(3, 16, 16, generator=g).to(dtype)
+    windows = torch.where(torch.rand(4, 16, 16, generator=g) < 0.4, float("-inf"), 0.0).to(dtype)
+    windows[2, 5] = float("-inf")  # a query that sees no key: NaN, as in eager
+    return q, k, v, bias, windows
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_shifted_window_masks_are_summed_into_one_attention(dtype):
+    """The attention runs over [B, nW, H] and reads bias + window mask (one
+    [1, nW, H, N, N] tensor); the products and the softmax are gone."""
+    args = _window_inputs(2, dtype)
+    compiled = braze.compile(_shifted_windows, args)
+    assert compiled.stats["attentions"] == 1 and compiled.stats["gemms"] == 0
+    expected = _shifted_windows(*args)
+    assert torch.isnan(expected[2::4, :, 5]).all()
+    _assert_matches(compiled(*args), expected, 2e-5 if dtype == torch.float32 else 3e-2)
+
+
+def test_shifted_windows_with_a_dynamic_batch():
+    """The batch is dynamic (q, k and v come in as [B, nW, ...], as Swin
+    makes its windows): the merged and split batch dims are dynamic."""
+
+    def windowed(q, k, v, bias, windows):
+        return _shifted_windows(q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), bias, windows)
+
+    def inputs(batch, seed):
+        q, k, v, bias, windows = _window_inputs(batch, torch.float32, seed)
+        return (*(t.unflatten(0, (batch, 4)) for t in (q, k, v)), bias, windows)
+
+    dims = {0: torch.export.Dim("batch", min=1, max=8)}
+    compiled = braze.compile(windowed, inputs(2, 0), dynamic_shapes=(dims, dims, dims, None, None))
+    assert compiled.stats["attentions"] == 1
+    for batch in (1, 3):
+        args = inputs(batch, batch)
+        _assert_matches(compiled(*args), windowed(*args), 2e-5)

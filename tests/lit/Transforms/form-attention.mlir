@@ -267,3 +267,123 @@ func.func @not_grouped(%q: tensor<2x4x32x16xf32>, %k: tensor<2x2x32x16xf32>, %v:
   %o2 = braze.attention %q, %tr, %tr scale 0.25 : tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32> -> tensor<2x4x32x16xf32>
   return %o, %o2 : tensor<2x4x32x16xf32>, tensor<2x4x32x16xf32>
 }
+
+// -----
+
+// Tests Swin's shifted windows: the position bias is added to scores of
+// [B*nW, H, L, L], which are then viewed as [B, nW, H, L, L] to add the
+// window mask and viewed back for the softmax. The attention runs over the
+// finer batch dims, q, k and v are reshaped to them, and the two masks are
+// summed into one of [1, nW, H, L, L] (B times smaller than the scores).
+// CHECK-LABEL: func.func @shifted_windows
+// CHECK-SAME: %[[BIAS:[^:]*]]: tensor<1x3x16x16xf32>, %[[WINDOWS:[^:]*]]: tensor<4x16x16xf32>
+// CHECK-NOT: braze.bmm
+// CHECK-DAG: %[[W5:.*]] = braze.reshape %[[WINDOWS]] : tensor<4x16x16xf32> -> tensor<1x4x1x16x16xf32>
+// CHECK-DAG: %[[B5:.*]] = braze.reshape %[[BIAS]] : tensor<1x3x16x16xf32> -> tensor<1x1x3x16x16xf32>
+// CHECK: %[[M:.*]] = braze.add %[[B5]], %[[W5]] : tensor<1x1x3x16x16xf32>, tensor<1x4x1x16x16xf32> -> tensor<1x4x3x16x16xf32>
+// CHECK: %[[O:.*]] = braze.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[M]] scale 1.000000e+00 masked_rows_nan : tensor<2x4x3x16x8xf32>, tensor<2x4x3x16x8xf32>, tensor<2x4x3x16x8xf32>, tensor<1x4x3x16x16xf32> -> tensor<2x4x3x16x8xf32>
+// CHECK-NOT: braze.exp
+// CHECK-NOT: braze.bmm
+func.func @shifted_windows(%q: tensor<8x3x16x8xf32>, %k: tensor<8x3x16x8xf32>, %v: tensor<8x3x16x8xf32>, %bias: tensor<1x3x16x16xf32>, %windows: tensor<4x16x16xf32>) -> tensor<8x3x16x8xf32> {
+  %kt = braze.permute %k [0, 1, 3, 2] : tensor<8x3x16x8xf32> -> tensor<8x3x8x16xf32>
+  %q3 = braze.reshape %q : tensor<8x3x16x8xf32> -> tensor<24x16x8xf32>
+  %kt3 = braze.reshape %kt : tensor<8x3x8x16xf32> -> tensor<24x8x16xf32>
+  %s3 = braze.bmm %q3, %kt3 : tensor<24x16x8xf32>, tensor<24x8x16xf32> -> tensor<24x16x16xf32>
+  %s = braze.reshape %s3 : tensor<24x16x16xf32> -> tensor<8x3x16x16xf32>
+  %biased = braze.add %s, %bias : tensor<8x3x16x16xf32>, tensor<1x3x16x16xf32> -> tensor<8x3x16x16xf32>
+  %s5 = braze.reshape %biased : tensor<8x3x16x16xf32> -> tensor<2x4x3x16x16xf32>
+  %w5 = braze.reshape %windows : tensor<4x16x16xf32> -> tensor<1x4x1x16x16xf32>
+  %masked5 = braze.add %s5, %w5 : tensor<2x4x3x16x16xf32>, tensor<1x4x1x16x16xf32> -> tensor<2x4x3x16x16xf32>
+  %x = braze.reshape %masked5 : tensor<2x4x3x16x16xf32> -> tensor<8x3x16x16xf32>
+  %max = braze.max %x dims [3] keepdim : tensor<8x3x16x16xf32> -> tensor<8x3x16x1xf32>
+  %shifted = braze.sub %x, %max : tensor<8x3x16x16xf32>, tensor<8x3x16x1xf32> -> tensor<8x3x16x16xf32>
+  %e = braze.exp %shifted : tensor<8x3x16x16xf32>
+  %sum = braze.sum %e dims [3] keepdim : tensor<8x3x16x16xf32> -> tensor<8x3x16x1xf32>
+  %p = braze.div %e, %sum : tensor<8x3x16x16xf32>, tensor<8x3x16x1xf32> -> tensor<8x3x16x16xf32>
+  %p3 = braze.reshape %p : tensor<8x3x16x16xf32> -> tensor<24x16x16xf32>
+  %v3 = braze.reshape %v : tensor<8x3x16x8xf32> -> tensor<24x16x8xf32>
+  // expected-remark @+1 {{'braze.bmm' of a softmax formed into braze.attention (additive masks, scale 1)}}
+  %o3 = braze.bmm %p3, %v3 : tensor<24x16x16xf32>, tensor<24x16x8xf32> -> tensor<24x16x8xf32>
+  %o = braze.reshape %o3 : tensor<24x16x8xf32> -> tensor<8x3x16x8xf32>
+  return %o : tensor<8x3x16x8xf32>
+}
+
+// -----
+
+// Tests the same with the batch dynamic: the merged and split dims are
+// dynamic, and the reshapes to the finer batch dims need no sizes.
+// CHECK-LABEL: func.func @shifted_windows_dynamic
+// CHECK-NOT: braze.bmm
+// CHECK: braze.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} scale 1.000000e+00 masked_rows_nan : tensor<?x4x3x16x8xf32>, tensor<?x4x3x16x8xf32>, tensor<?x4x3x16x8xf32>, tensor<1x4x3x16x16xf32> -> tensor<?x4x3x16x8xf32>
+// CHECK-NOT: braze.bmm
+func.func @shifted_windows_dynamic(%q: tensor<?x3x16x8xf32>, %k: tensor<?x3x16x8xf32>, %v: tensor<?x3x16x8xf32>, %bias: tensor<1x3x16x16xf32>, %windows: tensor<4x16x16xf32>, %b: index) -> tensor<?x3x16x8xf32> {
+  %kt = braze.permute %k [0, 1, 3, 2] : tensor<?x3x16x8xf32> -> tensor<?x3x8x16xf32>
+  %q3 = braze.reshape %q : tensor<?x3x16x8xf32> -> tensor<?x16x8xf32>
+  %kt3 = braze.reshape %kt : tensor<?x3x8x16xf32> -> tensor<?x8x16xf32>
+  %s3 = braze.bmm %q3, %kt3 : tensor<?x16x8xf32>, tensor<?x8x16xf32> -> tensor<?x16x16xf32>
+  %s = braze.reshape %s3 sizes [%b] : tensor<?x16x16xf32> -> tensor<?x3x16x16xf32>
+  %biased = braze.add %s, %bias : tensor<?x3x16x16xf32>, tensor<1x3x16x16xf32> -> tensor<?x3x16x16xf32>
+  %s5 = braze.reshape %biased sizes [%b] : tensor<?x3x16x16xf32> -> tensor<?x4x3x16x16xf32>
+  %w5 = braze.reshape %windows : tensor<4x16x16xf32> -> tensor<1x4x1x16x16xf32>
+  %masked5 = braze.add %s5, %w5 : tensor<?x4x3x16x16xf32>, tensor<1x4x1x16x16xf32> -> tensor<?x4x3x16x16xf32>
+  %x = braze.reshape %masked5 : tensor<?x4x3x16x16xf32> -> tensor<?x3x16x16xf32>
+  %max = braze.max %x dims [3] keepdim : tensor<?x3x16x16xf32> -> tensor<?x3x16x1xf32>
+  %shifted = braze.sub %x, %max : tensor<?x3x16x16xf32>, tensor<?x3x16x1xf32> -> tensor<?x3x16x16xf32>
+  %e = braze.exp %shifted : tensor<?x3x16x16xf32>
+  %sum = braze.sum %e dims [3] keepdim : tensor<?x3x16x16xf32> -> tensor<?x3x16x1xf32>
+  %p = braze.div %e, %sum : tensor<?x3x16x16xf32>, tensor<?x3x16x1xf32> -> tensor<?x3x16x16xf32>
+  %p3 = braze.reshape %p : tensor<?x3x16x16xf32> -> tensor<?x16x16xf32>
+  %v3 = braze.reshape %v : tensor<?x3x16x8xf32> -> tensor<?x16x8xf32>
+  // expected-remark @+1 {{'braze.bmm' of a softmax formed into braze.attention (additive masks, scale 1)}}
+  %o3 = braze.bmm %p3, %v3 : tensor<?x16x16xf32>, tensor<?x16x8xf32> -> tensor<?x16x8xf32>
+  %o = braze.reshape %o3 sizes [%b] : tensor<?x16x8xf32> -> tensor<?x3x16x8xf32>
+  return %o : tensor<?x3x16x8xf32>
+}
+
+// -----
+
+// Tests a mask added to the scores viewed in batch dims that do not split
+// the softmax's ([8, 3] as [2, 12]): no one frame reads both, so nothing is
+// formed.
+// CHECK-LABEL: func.func @mask_in_other_heads
+// CHECK-NOT: braze.attention
+func.func @mask_in_other_heads(%q: tensor<8x3x16x8xf32>, %kt: tensor<8x3x8x16xf32>, %v: tensor<8x3x16x8xf32>, %m: tensor<2x12x16x16xf32>) -> tensor<8x3x16x8xf32> {
+  %q3 = braze.reshape %q : tensor<8x3x16x8xf32> -> tensor<24x16x8xf32>
+  %kt3 = braze.reshape %kt : tensor<8x3x8x16xf32> -> tensor<24x8x16xf32>
+  %s3 = braze.bmm %q3, %kt3 : tensor<24x16x8xf32>, tensor<24x8x16xf32> -> tensor<24x16x16xf32>
+  %r = braze.reshape %s3 : tensor<24x16x16xf32> -> tensor<2x12x16x16xf32>
+  %masked = braze.add %r, %m : tensor<2x12x16x16xf32>, tensor<2x12x16x16xf32> -> tensor<2x12x16x16xf32>
+  %x = braze.reshape %masked : tensor<2x12x16x16xf32> -> tensor<8x3x16x16xf32>
+  %max = braze.max %x dims [3] keepdim : tensor<8x3x16x16xf32> -> tensor<8x3x16x1xf32>
+  %shifted = braze.sub %x, %max : tensor<8x3x16x16xf32>, tensor<8x3x16x1xf32> -> tensor<8x3x16x16xf32>
+  %e = braze.exp %shifted : tensor<8x3x16x16xf32>
+  %sum = braze.sum %e dims [3] keepdim : tensor<8x3x16x16xf32> -> tensor<8x3x16x1xf32>
+  %p = braze.div %e, %sum : tensor<8x3x16x16xf32>, tensor<8x3x16x1xf32> -> tensor<8x3x16x16xf32>
+  %p3 = braze.reshape %p : tensor<8x3x16x16xf32> -> tensor<24x16x16xf32>
+  %v3 = braze.reshape %v : tensor<8x3x16x8xf32> -> tensor<24x16x8xf32>
+  // expected-remark @+1 {{not formed into braze.attention: a mask is applied to the scores in batch dims that do not split into the other masks'}}
+  %o3 = braze.bmm %p3, %v3 : tensor<24x16x16xf32>, tensor<24x16x8xf32> -> tensor<24x16x8xf32>
+  %o = braze.reshape %o3 : tensor<24x16x8xf32> -> tensor<8x3x16x8xf32>
+  return %o : tensor<8x3x16x8xf32>
+}
+
+// -----
+
+// Tests an additive mask under a boolean one: braze.attention takes one
+// mask, so nothing is formed.
+// CHECK-LABEL: func.func @boolean_then_additive
+// CHECK-NOT: braze.attention
+func.func @boolean_then_additive(%q: tensor<4x16x8xf32>, %kt: tensor<4x8x16xf32>, %v: tensor<4x16x8xf32>, %keep: tensor<16x16xi1>, %bias: tensor<1x16x16xf32>) -> tensor<4x16x8xf32> {
+  %s = braze.bmm %q, %kt : tensor<4x16x8xf32>, tensor<4x8x16xf32> -> tensor<4x16x16xf32>
+  %biased = braze.add %s, %bias : tensor<4x16x16xf32>, tensor<1x16x16xf32> -> tensor<4x16x16xf32>
+  %ninf = braze.constant dense<0xFF800000> : tensor<f32>
+  %x = braze.where %keep, %biased, %ninf : tensor<16x16xi1>, tensor<4x16x16xf32>, tensor<f32> -> tensor<4x16x16xf32>
+  %max = braze.max %x dims [2] keepdim : tensor<4x16x16xf32> -> tensor<4x16x1xf32>
+  %shifted = braze.sub %x, %max : tensor<4x16x16xf32>, tensor<4x16x1xf32> -> tensor<4x16x16xf32>
+  %e = braze.exp %shifted : tensor<4x16x16xf32>
+  %sum = braze.sum %e dims [2] keepdim : tensor<4x16x16xf32> -> tensor<4x16x1xf32>
+  %p = braze.div %e, %sum : tensor<4x16x16xf32>, tensor<4x16x1xf32> -> tensor<4x16x16xf32>
+  // expected-remark @+1 {{not formed into braze.attention: the scores are masked again after a boolean mask}}
+  %o = braze.bmm %p, %v : tensor<4x16x16xf32>, tensor<4x16x8xf32> -> tensor<4x16x8xf32>
+  return %o : tensor<4x16x8xf32>
+}

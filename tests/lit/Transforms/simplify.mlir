@@ -4,6 +4,7 @@
 
 // STATS: (S) 6 algebraic-rewrites
 // STATS: (S) 2 broadcast-products
+// STATS: (S) 2 unit-permutes
 // ONCE: warning: braze-simplify did not converge in 1 iterations
 
 // Tests that adding a negation becomes a subtraction, on either side, and
@@ -127,4 +128,38 @@ func.func @bmm_kept(%x: tensor<4x2x8xf32>, %w: tensor<4x8x5xf32>, %y: tensor<?x?
   %e = braze.expand %v sizes [%n] : tensor<8x5xf32> -> tensor<?x8x5xf32>
   %1 = braze.bmm %y, %e : tensor<?x?x8xf32>, tensor<?x8x5xf32> -> tensor<?x?x5xf32>
   return %0, %1 : tensor<4x2x5xf32>, tensor<?x?x5xf32>
+}
+
+// -----
+
+// Tests that a permute moving only unit dims becomes a reshape, which folds
+// into the reshapes around it (einsum's capture of MaxViT's attention
+// scores), and one with a dynamic dim too.
+// CHECK-LABEL: func.func @permute_of_unit_dims
+// CHECK-SAME: (%[[S:[^:]*]]: tensor<256x49x49xf32>, %[[D:[^:]*]]: tensor<?x1x8xf32>)
+// CHECK-NOT: braze.permute
+// CHECK: %[[R:.*]] = braze.reshape %[[S]] : tensor<256x49x49xf32> -> tensor<2x64x2x49x49xf32>
+// CHECK: %[[E:.*]] = braze.reshape %[[D]] : tensor<?x1x8xf32> -> tensor<1x?x8xf32>
+// CHECK: return %[[R]], %[[E]]
+func.func @permute_of_unit_dims(%s: tensor<256x49x49xf32>, %d: tensor<?x1x8xf32>) -> (tensor<2x64x2x49x49xf32>, tensor<1x?x8xf32>) {
+  %0 = braze.reshape %s : tensor<256x49x49xf32> -> tensor<2x64x2x49x1x49xf32>
+  %1 = braze.permute %0 [0, 1, 2, 3, 5, 4] : tensor<2x64x2x49x1x49xf32> -> tensor<2x64x2x49x49x1xf32>
+  %2 = braze.reshape %1 : tensor<2x64x2x49x49x1xf32> -> tensor<2x64x2x49x49xf32>
+  %3 = braze.permute %d [1, 0, 2] : tensor<?x1x8xf32> -> tensor<1x?x8xf32>
+  return %2, %3 : tensor<2x64x2x49x49xf32>, tensor<1x?x8xf32>
+}
+
+// -----
+
+// Tests that permutes swapping dims of other sizes than 1 (a dynamic size
+// may be anything), or with two dynamic dims (no reshape infers both),
+// stay permutes.
+// CHECK-LABEL: func.func @permutes_kept
+// CHECK-COUNT-3: braze.permute
+// CHECK-NOT: braze.reshape
+func.func @permutes_kept(%x: tensor<2x1x3xf32>, %y: tensor<?x1x?xf32>, %z: tensor<?x4xf32>) -> (tensor<3x1x2xf32>, tensor<1x?x?xf32>, tensor<4x?xf32>) {
+  %0 = braze.permute %x [2, 1, 0] : tensor<2x1x3xf32> -> tensor<3x1x2xf32>
+  %1 = braze.permute %y [1, 0, 2] : tensor<?x1x?xf32> -> tensor<1x?x?xf32>
+  %2 = braze.permute %z [1, 0] : tensor<?x4xf32> -> tensor<4x?xf32>
+  return %0, %1, %2 : tensor<3x1x2xf32>, tensor<1x?x?xf32>, tensor<4x?xf32>
 }
