@@ -23,7 +23,11 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
     - a `braze.bmm` whose operands are reshapes merging batch dims (a copy)
       becomes a batched product over the batch dims both operands split
       into, reading strided views (the runtime runs one library call per
-      outer batch index when the batch dims have no single stride);
+      outer batch index when the batch dims have no single stride), where
+      that makes at most `max-product-calls` calls: beyond, each call's
+      cost from Python outweighs a copy (128 calls of 2 windows each took
+      10x as long as a copy kernel and one call in MaxViT), and the
+      merged batch is made by a copy kernel as below;
     - a `braze.kernel` reads the source of a permute, expand or slice input,
       and of a reshape input that is not a view of a contiguous tensor,
       through an index map in its body (the input's indices permuted, set
@@ -83,6 +87,9 @@ def BrazeFoldLayouts : Pass<"braze-fold-layouts", "::mlir::func::FuncOp"> {
            "Emit a remark for each batched product, copy kernel and layout left as is">,
     Option<"maxCopiedPieces", "max-copied-pieces", "int64_t", "4",
            "The most pieces a concat read whole may have to become a copy kernel">,
+    Option<"maxProductCalls", "max-product-calls", "int64_t", "4",
+           "The most library calls a batched product over strided views may "
+           "make (beyond, a copy kernel makes the merged batch)">,
   ];
   let statistics = [
     Statistic<"numFoldedViews", "folded-views",

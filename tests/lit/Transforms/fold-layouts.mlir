@@ -1,5 +1,6 @@
 // RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-fold-layouts))' -split-input-file | FileCheck %s
 // RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-fold-layouts{remarks=true}))' -split-input-file -verify-diagnostics -o /dev/null
+// RUN: braze-opt %s -pass-pipeline='builtin.module(func.func(braze-fold-layouts{max-product-calls=16}))' -split-input-file | FileCheck %s --check-prefix=CALLS
 
 // Tests that attention's scores product, whose operands merge the head dim
 // into the batch (no stride does: a copy each), becomes a product over
@@ -467,4 +468,31 @@ module attributes {braze.symbols = {s0 = [0, 64], s1 = [2, -1]}} {
     %d = braze.concat %a, %a, %a, %a, %a dim 0 : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32> -> tensor<10x4xf32>
     return %c, %u, %two, %r, %d : tensor<2x?x4xf32>, tensor<2x?x4xf32>, tensor<2x?x4xf32>, tensor<?x2x4xf32>, tensor<10x4xf32>
   }
+}
+
+// -----
+
+// Tests windowed attention's scores ([batch, windows, heads] = [2, 8, 2],
+// heads split from channels): no stride steps through windows and heads,
+// so a batched product over strided views would make 2 x 8 = 16 library
+// calls, above max-product-calls (4): each operand becomes one copy kernel
+// and the product one call. With max-product-calls=16 the product reads
+// the strided views.
+// CHECK-LABEL: func.func @many_windows
+// CHECK: %[[Q:.*]] = braze.kernel ins(%{{.*}} : tensor<2x8x5x2x4xf32>) domain [32, 5, 4]
+// CHECK: %[[K:.*]] = braze.kernel ins(%{{.*}} : tensor<2x8x5x2x4xf32>) domain [32, 4, 5]
+// CHECK: braze.bmm %[[Q]], %[[K]] : tensor<32x5x4xf32>, tensor<32x4x5xf32> -> tensor<32x5x5xf32>
+// CALLS-LABEL: func.func @many_windows
+// CALLS-NOT: braze.kernel
+// CALLS: braze.bmm %{{.*}}, %{{.*}} : tensor<2x8x2x5x4xf32>, tensor<2x8x2x4x5xf32> -> tensor<2x8x2x5x5xf32>
+func.func @many_windows(%q: tensor<2x8x5x2x4xf32>, %k: tensor<2x8x5x2x4xf32>) -> tensor<32x5x5xf32> {
+  %qt = braze.permute %q [0, 1, 3, 2, 4] : tensor<2x8x5x2x4xf32> -> tensor<2x8x2x5x4xf32>
+  %kt = braze.permute %k [0, 1, 3, 4, 2] : tensor<2x8x5x2x4xf32> -> tensor<2x8x2x4x5xf32>
+  %qm = braze.reshape %qt : tensor<2x8x2x5x4xf32> -> tensor<32x5x4xf32>
+  %km = braze.reshape %kt : tensor<2x8x2x4x5xf32> -> tensor<32x4x5xf32>
+  // expected-remark @+3 {{a batched product over strided views would make 16 library calls: a copy kernel makes the merged batch}}
+  // expected-remark @+2 {{operand #0 is no strided view: one copy kernel makes it contiguous}}
+  // expected-remark @+1 {{operand #1 is no strided view: one copy kernel makes it contiguous}}
+  %s = braze.bmm %qm, %km : tensor<32x5x4xf32>, tensor<32x4x5xf32> -> tensor<32x5x5xf32>
+  return %s : tensor<32x5x5xf32>
 }
