@@ -154,7 +154,12 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
       type; several are summed into one, as Swin's position bias and its
       shifted-window mask), or one `where` choosing minus infinity (a
       boolean mask, kept where the score is; a `not` of the condition is
-      undone);
+      undone), or a `where` choosing a finite fill at or below -1e30 (HF's
+      eager `masked_fill(mask, finfo.min)` in f32 or bf16), read as the
+      additive mask `where(c, 0, fill)`: a score added to such a fill
+      rounds to it, so the result is eager's, a row that keeps no key
+      included (uniform weights); unlike the `where`, the sum does not hide
+      a NaN or infinite score at a masked position;
     - an optional scale: `mul` or `div` by a scalar constant;
     - the product `q @ k^T`; `k^T` is read through its `permute` of the
       last two dims, or permuted back.
@@ -176,9 +181,8 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
 
     - the scores or the weights are read outside the pattern (returned
       attention weights);
-    - the mask fills with a finite value (a fully masked row would get
-      uniform weights, which attention does not give) or selects between
-      two tensors;
+    - the mask fills with a finite value above -1e30 (f16's -65504: a
+      score added to it would move it) or selects between two tensors;
     - the scale is a tensor, not a constant;
     - q, k or v has other batch dims than the scores, or the element types
       differ (an additive mask of another type than q);

@@ -29,6 +29,11 @@ RankedTensorType tensorType(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
+/// A finite fill at or below this absorbs any score added to it in float
+/// arithmetic (|score| < 2^75): HF's finfo(f32 or bf16).min (-3.4e38) is;
+/// f16's (-65504) is not.
+constexpr double kAbsorbingFill = -1e30;
+
 /// The value of a splat float constant, if `value` is one.
 std::optional<double> splatValue(Value value) {
   auto constant = value.getDefiningOp<ConstantOp>();
@@ -197,6 +202,11 @@ private:
     Value value;
     RankedTensorType scores;
     RankedTensorType framed;
+    /// A boolean mask filling with a finite value below kAbsorbingFill:
+    /// read as the additive mask `where(value, 0, fill)` (or `where(value,
+    /// fill, 0)` when it fills where true).
+    std::optional<double> fill = std::nullopt;
+    bool fillOnTrue = false;
   };
   SmallVector<Mask> masks;
   Value notInput;      // a condition the boolean mask negates
@@ -286,7 +296,7 @@ bool AttentionMatch::takeMask(Value &value) {
   RankedTensorType scores = tensorType(value);
   if (boolMask)
     return refuse("the scores are masked again after a boolean mask");
-  if (auto add = dyn_cast_or_null<AddOp>(def)) {
+  if (auto add = dyn_cast<AddOp>(def)) {
     // The scores are the operand reached from a product; the other is the
     // mask.
     bool lhsScores = leadsToProduct(add.getLhs());
@@ -300,8 +310,6 @@ bool AttentionMatch::takeMask(Value &value) {
     return true;
   }
   auto where = cast<WhereOp>(def);
-  if (!masks.empty())
-    return refuse("the scores are masked by a boolean mask and another");
   std::optional<double> onTrue = splatValue(where.getTrueValue());
   std::optional<double> onFalse = splatValue(where.getFalseValue());
   bool fillOnTrue = onTrue && isScalarShaped(where.getTrueValue());
@@ -310,13 +318,28 @@ bool AttentionMatch::takeMask(Value &value) {
     return refuse("the scores are selected between two tensors, not "
                   "masked with a constant");
   double fill = fillOnTrue ? *onTrue : *onFalse;
-  if (!(std::isinf(fill) && fill < 0))
-    return refuse("the mask fills with " + formatNumber(fill) +
-                  ", not minus infinity (a finite fill gives a fully "
-                  "masked row other weights than attention's)");
   value = fillOnTrue ? where.getFalseValue() : where.getTrueValue();
   if (tensorType(value).getShape() != scores.getShape())
     return refuse("the mask broadcasts the scores to a larger shape");
+  if (std::isfinite(fill)) {
+    // HF's masked_fill(mask, finfo.min): the fill absorbs any score added
+    // to it, so `s + where(c, 0, fill)` is `where(c, s, fill)` exactly, a
+    // fully masked row included (uniform weights, as eager's).
+    if (!(fill <= kAbsorbingFill))
+      return refuse("the mask fills with " + formatNumber(fill) +
+                    ", not minus infinity nor below -1e30 (a score added "
+                    "to it would not round to it)");
+    masks.push_back({where.getCondition(), scores, {}, fill, fillOnTrue});
+    maskKind = masks.size() > 1 ? "additive masks" : "additive mask";
+    views.push_back((fillOnTrue ? where.getTrueValue() : where.getFalseValue())
+                        .getDefiningOp());
+    taken.insert(where);
+    return true;
+  }
+  if (fill > 0)
+    return refuse("the mask fills with plus infinity");
+  if (!masks.empty())
+    return refuse("the scores are masked by a boolean mask and another");
   Value mask = where.getCondition();
   boolMask = true;
   if (fillOnTrue) { // kept where the condition is false
@@ -395,8 +418,11 @@ bool AttentionMatch::match() {
     if (mask.scores.getRank() > frame.getRank())
       frame = mask.scores;
   for (Mask &mask : masks) {
+    RankedTensorType type = tensorType(mask.value);
+    if (mask.fill) // read as an additive mask of the scores' type
+      type = type.clone(mask.scores.getElementType());
     std::optional<RankedTensorType> framed =
-        maskInFrame(tensorType(mask.value), mask.scores, frame);
+        maskInFrame(type, mask.scores, frame);
     if (!framed)
       return refuse("a mask is applied to the scores in batch dims that do "
                     "not split into the other masks'");
@@ -474,6 +500,19 @@ void AttentionMatch::build(OpBuilder &builder) {
     Value framedMask = added.value;
     if (framedMask == notInput)
       framedMask = NotOp::create(builder, loc, notInput.getType(), notInput);
+    if (added.fill) {
+      auto scalar = [&](double number) -> Value {
+        auto type = RankedTensorType::get({}, added.framed.getElementType());
+        return ConstantOp::create(
+            builder, loc,
+            DenseElementsAttr::get(
+                type, builder.getFloatAttr(type.getElementType(), number)));
+      };
+      Value fill = scalar(*added.fill), zero = scalar(0.0);
+      framedMask = WhereOp::create(builder, loc, framedMask,
+                                   added.fillOnTrue ? fill : zero,
+                                   added.fillOnTrue ? zero : fill);
+    }
     if (framedMask.getType() != added.framed)
       framedMask = ReshapeOp::create(builder, loc, added.framed, framedMask,
                                      ValueRange{});

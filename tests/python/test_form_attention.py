@@ -2,8 +2,9 @@
 softmax, as models write it (BERT's additive mask, a causal masked_fill with
 minus infinity, HF's f32 softmax of bf16 scores, a dynamic sequence length),
 becomes one braze.attention whose results match eager PyTorch, fully masked
-rows included (NaN, as eager's softmax gives). Forms the pass must refuse
-(returned weights, a finite fill) stay spelled out and match eager too."""
+rows included (NaN, as eager's softmax gives; uniform weights for a fill
+of finfo.min). Forms the pass must refuse (returned weights, a fill a
+score would move) stay spelled out and match eager too."""
 
 import pytest
 import torch
@@ -128,26 +129,47 @@ def test_dynamic_sequence_length():
         _assert_matches(compiled(*args), expected, 2e-5)
 
 
-@pytest.mark.parametrize("case", ["weights_returned", "finite_fill"])
-def test_refused_forms_stay_spelled_out(case):
-    """Returned weights (they are written anyway) and a finite fill (a fully
-    masked row gets uniform weights, not attention's) keep both products."""
+def test_returned_weights_stay_spelled_out():
+    """Returned weights (they are written anyway) keep both products."""
     torch.manual_seed(0)
-    if case == "weights_returned":
-        model = _Attention(mask="additive", return_weights=True).eval()
-        args = _inputs("additive")
-    else:
-        model = _Attention(mask="boolean", fill=torch.finfo(torch.float32).min).eval()
-        x, m = _inputs("boolean")
-        m[4] = False  # the row eager gives uniform weights
-        args = (x, m)
+    model = _Attention(mask="additive", return_weights=True).eval()
+    args = _inputs("additive")
     compiled, _ = _compile(model, args)
     assert compiled.stats["attentions"] == 0
     with torch.no_grad():
         expected = model(*args)
-    for out, want in zip(compiled(*args) if case == "weights_returned" else [compiled(*args)],
-                         expected if case == "weights_returned" else [expected]):
+    for out, want in zip(compiled(*args), expected):
         _assert_matches(out, want, 2e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_finite_fill_is_an_additive_mask(dtype):
+    """masked_fill(~mask, finfo.min) (HF's eager attention): formed, with the
+    mask read as where(mask, 0, finfo.min); the row that keeps no key gets
+    uniform weights (the mean of v), as in eager, not NaN."""
+    torch.manual_seed(0)
+    model = _Attention(mask="boolean", fill=torch.finfo(dtype).min).to(dtype).eval()
+    x, m = _inputs("boolean", dtype=dtype)
+    m[4] = False
+    compiled, control = _compile(model, (x, m))
+    assert compiled.stats["attentions"] == 1 and control.stats["attentions"] == 0
+    with torch.no_grad():
+        expected = model(x, m)
+    assert not torch.isnan(expected).any()
+    tolerance = 2e-5 if dtype == torch.float32 else 3e-2
+    _assert_matches(compiled(x, m), expected, tolerance)
+
+
+def test_a_fill_scores_move_is_refused():
+    """f16's finfo.min (-65504) is no absorbing fill: a score added to it
+    would change it, so the product stays spelled out."""
+    torch.manual_seed(0)
+    model = _Attention(mask="boolean", fill=-65504.0).eval()
+    args = _inputs("boolean")
+    compiled, _ = _compile(model, args)
+    assert compiled.stats["attentions"] == 0
+    with torch.no_grad():
+        _assert_matches(compiled(*args), model(*args), 2e-5)
 
 
 def test_reference_interpreter_agrees_before_and_after_the_pass():

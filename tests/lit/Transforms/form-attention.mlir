@@ -137,12 +137,20 @@ func.func @weights_returned(%q: tensor<4x16x8xf32>, %kt: tensor<4x8x16xf32>, %v:
 
 // -----
 
-// Tests that a finite fill (GPT-2's torch.where(causal, w, finfo.min))
-// is refused: a fully masked row gets uniform weights there, not
-// attention's.
+// Tests that a finite fill far below any score (GPT-2's and HF's eager
+// torch.where(causal, w, finfo.min)) is read as the additive mask
+// where(keep, 0, fill): a score added to it rounds to the fill, so a fully
+// masked row gets uniform weights, as eager's. A fill a score would move
+// (f16's finfo.min, -65504) is refused.
 // CHECK-LABEL: func.func @finite_fill
-// CHECK-NOT: braze.attention
-func.func @finite_fill(%q: tensor<4x16x8xf32>, %kt: tensor<4x8x16xf32>, %v: tensor<4x16x8xf32>, %keep: tensor<16x16xi1>) -> tensor<4x16x8xf32> {
+// CHECK-SAME: (%[[Q:[^:]*]]: tensor<4x16x8xf32>, %[[KT:[^:]*]]: tensor<4x8x16xf32>, %[[V:[^:]*]]: tensor<4x16x8xf32>, %[[KEEP:[^:]*]]: tensor<16x16xi1>, %[[F16:[^:]*]]: tensor<4x16x16xf16>
+// CHECK-DAG: %[[MIN:.*]] = braze.constant dense<-3.40282347E+38> : tensor<f32>
+// CHECK-DAG: %[[ZERO:.*]] = braze.constant dense<0.000000e+00> : tensor<f32>
+// CHECK: %[[M:.*]] = braze.where %[[KEEP]], %[[ZERO]], %[[MIN]] : tensor<16x16xi1>, tensor<f32>, tensor<f32> -> tensor<16x16xf32>
+// CHECK: braze.attention %[[Q]], %{{.*}}, %[[V]] mask %[[M]] scale 1.000000e+00 masked_rows_nan
+// CHECK-NOT: braze.exp
+// CHECK: braze.exp
+func.func @finite_fill(%q: tensor<4x16x8xf32>, %kt: tensor<4x8x16xf32>, %v: tensor<4x16x8xf32>, %keep: tensor<16x16xi1>, %s16: tensor<4x16x16xf16>, %v16: tensor<4x16x8xf16>) -> (tensor<4x16x8xf32>, tensor<4x16x8xf16>) {
   %s = braze.bmm %q, %kt : tensor<4x16x8xf32>, tensor<4x8x16xf32> -> tensor<4x16x16xf32>
   %min = braze.constant dense<-3.40282347E+38> : tensor<f32>
   %x = braze.where %keep, %s, %min : tensor<16x16xi1>, tensor<4x16x16xf32>, tensor<f32> -> tensor<4x16x16xf32>
@@ -151,9 +159,19 @@ func.func @finite_fill(%q: tensor<4x16x8xf32>, %kt: tensor<4x8x16xf32>, %v: tens
   %e = braze.exp %shifted : tensor<4x16x16xf32>
   %sum = braze.sum %e dims [2] keepdim : tensor<4x16x16xf32> -> tensor<4x16x1xf32>
   %p = braze.div %e, %sum : tensor<4x16x16xf32>, tensor<4x16x1xf32> -> tensor<4x16x16xf32>
-  // expected-remark @+1 {{not formed into braze.attention: the mask fills with -3.40282e+38, not minus infinity}}
+  // expected-remark @+1 {{formed into braze.attention (additive mask, scale 1)}}
   %o = braze.bmm %p, %v : tensor<4x16x16xf32>, tensor<4x16x8xf32> -> tensor<4x16x8xf32>
-  return %o : tensor<4x16x8xf32>
+  %s2 = braze.bmm %s16, %s16 : tensor<4x16x16xf16>, tensor<4x16x16xf16> -> tensor<4x16x16xf16>
+  %min16 = braze.constant dense<-6.550400e+04> : tensor<f16>
+  %x16 = braze.where %keep, %s2, %min16 : tensor<16x16xi1>, tensor<4x16x16xf16>, tensor<f16> -> tensor<4x16x16xf16>
+  %max16 = braze.max %x16 dims [2] keepdim : tensor<4x16x16xf16> -> tensor<4x16x1xf16>
+  %shifted16 = braze.sub %x16, %max16 : tensor<4x16x16xf16>, tensor<4x16x1xf16> -> tensor<4x16x16xf16>
+  %e16 = braze.exp %shifted16 : tensor<4x16x16xf16>
+  %sum16 = braze.sum %e16 dims [2] keepdim : tensor<4x16x16xf16> -> tensor<4x16x1xf16>
+  %p16 = braze.div %e16, %sum16 : tensor<4x16x16xf16>, tensor<4x16x1xf16> -> tensor<4x16x16xf16>
+  // expected-remark @+1 {{not formed into braze.attention: the mask fills with -65504, not minus infinity nor below -1e30}}
+  %o16 = braze.bmm %p16, %v16 : tensor<4x16x16xf16>, tensor<4x16x8xf16> -> tensor<4x16x8xf16>
+  return %o, %o16 : tensor<4x16x8xf32>, tensor<4x16x8xf16>
 }
 
 // -----
