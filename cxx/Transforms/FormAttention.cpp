@@ -336,8 +336,9 @@ bool AttentionMatch::takeMask(Value &value) {
     taken.insert(where);
     return true;
   }
-  if (fill > 0)
-    return refuse("the mask fills with plus infinity");
+  if (!(std::isinf(fill) && fill < 0)) // +inf or NaN
+    return refuse("the mask fills with " + formatNumber(fill) +
+                  ", not minus infinity");
   if (!masks.empty())
     return refuse("the scores are masked by a boolean mask and another");
   Value mask = where.getCondition();

@@ -176,6 +176,25 @@ func.func @finite_fill(%q: tensor<4x16x8xf32>, %kt: tensor<4x8x16xf32>, %v: tens
 
 // -----
 
+// Tests that a NaN fill is no mask: refused, not read as minus infinity.
+// CHECK-LABEL: func.func @nan_fill
+// CHECK-NOT: braze.attention
+func.func @nan_fill(%q: tensor<4x16x8xf32>, %kt: tensor<4x8x16xf32>, %v: tensor<4x16x8xf32>, %keep: tensor<16x16xi1>) -> tensor<4x16x8xf32> {
+  %s = braze.bmm %q, %kt : tensor<4x16x8xf32>, tensor<4x8x16xf32> -> tensor<4x16x16xf32>
+  %nan = braze.constant dense<0x7FC00000> : tensor<f32>
+  %x = braze.where %keep, %s, %nan : tensor<16x16xi1>, tensor<4x16x16xf32>, tensor<f32> -> tensor<4x16x16xf32>
+  %max = braze.max %x dims [2] keepdim : tensor<4x16x16xf32> -> tensor<4x16x1xf32>
+  %shifted = braze.sub %x, %max : tensor<4x16x16xf32>, tensor<4x16x1xf32> -> tensor<4x16x16xf32>
+  %e = braze.exp %shifted : tensor<4x16x16xf32>
+  %sum = braze.sum %e dims [2] keepdim : tensor<4x16x16xf32> -> tensor<4x16x1xf32>
+  %p = braze.div %e, %sum : tensor<4x16x16xf32>, tensor<4x16x1xf32> -> tensor<4x16x16xf32>
+  // expected-remark @+1 {{not formed into braze.attention: the mask fills with nan, not minus infinity}}
+  %o = braze.bmm %p, %v : tensor<4x16x16xf32>, tensor<4x16x8xf32> -> tensor<4x16x8xf32>
+  return %o : tensor<4x16x8xf32>
+}
+
+// -----
+
 // Tests that scores scaled by a tensor (not a constant) are left alone.
 // CHECK-LABEL: func.func @tensor_scale
 // CHECK-NOT: braze.attention
