@@ -101,13 +101,20 @@ SmallVector<Value> matrixSizes(OpBuilder &builder, Location loc, Value from,
   return sizes;
 }
 
+/// `type`'s shape with `batch` for its batch dims: [batch..., rows, cols].
+SmallVector<int64_t> withMatrixDims(ArrayRef<int64_t> batch,
+                                    RankedTensorType type) {
+  SmallVector<int64_t> shape(batch);
+  llvm::append_range(shape, type.getShape().take_back(2));
+  return shape;
+}
+
 /// The strides of `value` ([batch..., rows, cols]) viewed as [batch, rows,
 /// cols], or nothing when that view would copy.
 std::optional<SmallVector<int64_t>> batchStrides(Value value,
                                                  ArrayRef<int64_t> batch) {
   RankedTensorType type = typeOf(value);
-  SmallVector<int64_t> shape(batch);
-  llvm::append_range(shape, type.getShape().take_back(2));
+  SmallVector<int64_t> shape = withMatrixDims(batch, type);
   std::optional<Layout> layout = viewLayout(value);
   bool same = ArrayRef<int64_t>(shape) == type.getShape();
   if (layout)
@@ -153,8 +160,7 @@ int64_t productCalls(ArrayRef<int64_t> batch,
 Value withBatch(OpBuilder &builder, Location loc, Value value,
                 ArrayRef<int64_t> batch) {
   RankedTensorType type = typeOf(value);
-  SmallVector<int64_t> shape(batch);
-  llvm::append_range(shape, type.getShape().take_back(2));
+  SmallVector<int64_t> shape = withMatrixDims(batch, type);
   if (ArrayRef<int64_t>(shape) == type.getShape())
     return value;
   RankedTensorType viewType = type.clone(shape);
@@ -217,8 +223,7 @@ struct FoldLayoutsPass
     Value newLhs = withBatch(builder, loc, lhs, *batch);
     Value newRhs = withBatch(builder, loc, rhs, *batch);
     RankedTensorType resultType = typeOf(bmm.getResult());
-    SmallVector<int64_t> shape(*batch);
-    llvm::append_range(shape, resultType.getShape().take_back(2));
+    SmallVector<int64_t> shape = withMatrixDims(*batch, resultType);
     Value product = BmmOp::create(builder, loc, resultType.clone(shape), newLhs, newRhs);
     Value merged = ReshapeOp::create(builder, loc, resultType, product,
                                      matrixSizes(builder, loc, product, resultType));

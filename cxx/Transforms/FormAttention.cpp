@@ -321,6 +321,9 @@ bool AttentionMatch::takeMask(Value &value) {
   value = fillOnTrue ? where.getFalseValue() : where.getTrueValue();
   if (tensorType(value).getShape() != scores.getShape())
     return refuse("the mask broadcasts the scores to a larger shape");
+  views.push_back((fillOnTrue ? where.getTrueValue() : where.getFalseValue())
+                      .getDefiningOp());
+  taken.insert(where);
   if (std::isfinite(fill)) {
     // HF's masked_fill(mask, finfo.min): the fill absorbs any score added
     // to it, so `s + where(c, 0, fill)` is `where(c, s, fill)` exactly, a
@@ -331,9 +334,6 @@ bool AttentionMatch::takeMask(Value &value) {
                     "to it would not round to it)");
     masks.push_back({where.getCondition(), scores, {}, fill, fillOnTrue});
     maskKind = masks.size() > 1 ? "additive masks" : "additive mask";
-    views.push_back((fillOnTrue ? where.getTrueValue() : where.getFalseValue())
-                        .getDefiningOp());
-    taken.insert(where);
     return true;
   }
   if (!(std::isinf(fill) && fill < 0)) // +inf or NaN
@@ -352,9 +352,6 @@ bool AttentionMatch::takeMask(Value &value) {
   }
   masks.push_back({mask, scores, {}});
   maskKind = "boolean mask";
-  views.push_back((fillOnTrue ? where.getTrueValue() : where.getFalseValue())
-                      .getDefiningOp());
-  taken.insert(where);
   return true;
 }
 
@@ -444,9 +441,10 @@ bool AttentionMatch::match() {
       tensorType(value).getElementType() != element ||
       tensorType(root->getResult(0)).getElementType() != element)
     return refuse("q, k, v and the result have different element types");
-  for (const Mask &mask : masks)
-    if (!boolMask && mask.framed.getElementType() != element)
-      return refuse("the additive mask's element type is not q's");
+  if (!boolMask && llvm::any_of(masks, [&](const Mask &mask) {
+        return mask.framed.getElementType() != element;
+      }))
+    return refuse("the additive mask's element type is not q's");
   if (llvm::any_of(taken, [&](Operation *op) {
         return op->getBlock() != root->getBlock();
       }))
