@@ -95,6 +95,19 @@ def test_bf16_products_with_and_without_amx(shape, monkeypatch):
         assert ("bz_gemm_bf16, true);" in compiled.stats["source"].read_text()) == pairs
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("keys", [49, 600], ids=["one_block", "short_last_block"])
+@pytest.mark.parametrize("mask_shape", ["rows", "keys"])
+def test_masks_broadcast_along_rows_or_keys(dtype, keys, mask_shape):
+    """A padding mask [B, 1, 1, S] (one row for every query) and a mask
+    [B, H, L, 1] (one value for every key), S not a multiple of the 16
+    columns a score row is padded to."""
+    q, k, v = _qkv(2, 3, 20, keys, 16, dtype=dtype, seed=keys)
+    g = torch.Generator().manual_seed(2)
+    shape = (2, 1, 1, keys) if mask_shape == "rows" else (2, 3, 20, 1)
+    _check(_sdpa(), (q, k, v, torch.randn(*shape, generator=g).to(dtype)), dtype)
+
+
 def test_causal_with_more_queries_than_keys():
     """is_causal is top-left aligned: query i keeps keys 0..i."""
     _check(_sdpa(is_causal=True), _qkv(1, 2, 40, 17, 8))

@@ -32,6 +32,13 @@ ATTENTION_PRELUDE = r"""
 // Up to this many query rows an item scores keys with dot products, not the BLAS (decode steps); an
 // item of grouped heads (its rows one per query head, any row stride) always does.
 #define BZ_ATTENTION_GEMV_ROWS 4
+// A block's score rows are padded to a multiple of this many columns, the padding read as masked keys, so
+// that the loops over a row run in whole vectors: gcc 12 leaves a loop's remainder scalar, and a row of
+// Swin's 49 keys spent as long on its one-element (bf16: 17-element) remainder as on the rest.
+#define BZ_ATTENTION_LANES 16
+BZ_INLINE int64_t bz_attention_width(int64_t cols) {
+  return (cols + BZ_ATTENTION_LANES - 1) / BZ_ATTENTION_LANES * BZ_ATTENTION_LANES;
+}
 BZ_INLINE float bz_same(float x) { return x; }
 BZ_INLINE double bz_same(double x) { return x; }
 // One work item's state: T the storage type, A the accumulator (float; double for double), widen/narrow
@@ -55,12 +62,13 @@ struct bz_attention {
   bz_attention(int64_t q_block, int64_t kv_block, int64_t e_, int64_t ev_, bz_hgemm_fn half_gemm_ = nullptr,
                bool pairs_ = false)
       : e(e_), ev(ev_), half_gemm(half_gemm_), pairs(pairs_) {
-    scores = (A*)std::malloc(sizeof(A) * q_block * kv_block);
+    const int64_t width = bz_attention_width(kv_block);
+    scores = (A*)std::malloc(sizeof(A) * q_block * width);
     acc = (A*)std::malloc(sizeof(A) * q_block * ev);
     row_max = (A*)std::malloc(sizeof(A) * q_block);
     row_sum = (A*)std::malloc(sizeof(A) * q_block);
     block_max = (A*)std::malloc(sizeof(A) * q_block);
-    probabilities = same ? nullptr : (T*)std::malloc(sizeof(T) * q_block * kv_block);
+    probabilities = same ? nullptr : (T*)std::malloc(sizeof(T) * q_block * width);
 #if defined(__AVX512BF16__)
     if (pairs) {
       const int64_t depth = std::max<int64_t>(e, kv_block);
@@ -85,11 +93,12 @@ struct bz_attention {
     }
     std::fill(acc, acc + rows * ev, A(0));
   }
-  // The raw scores of the item's rows against `cols` keys (row stride ld): [rows][cols]. A few rows (a
+  // The raw scores of the item's rows against `cols` keys (row stride ld): [rows][width], width =
+  // bz_attention_width(cols), the columns past cols left for the spelled loop to mask. A few rows (a
   // decode step) read each key once with dot products: the BLAS would pack the block first. The pairs GEMM
   // reads the keys in place, and takes a grouped item's rows past BZ_ATTENTION_GEMV_ROWS (a bf16 LLaMA
   // decode layer, 8 heads per key/value head: 5.54 -> 5.20 ms; docs/cpu.md).
-  A* score(int64_t rows, int64_t cols, const T* key, int64_t ld) {
+  A* score(int64_t rows, int64_t cols, int64_t width, const T* key, int64_t ld) {
     if (rows <= dot_rows && !(pairs && rows > BZ_ATTENTION_GEMV_ROWS)) {
       for (int64_t c = 0; c < cols; ++c) {
         const T* k = key + c * ld;
@@ -107,32 +116,32 @@ struct bz_attention {
             #pragma omp simd
             for (int64_t l = 0; l < width; ++l) part[l] += part[l + width];
           }
-          scores[r * cols + c] = part[0];
+          scores[r * width + c] = part[0];
         }
       }
     } else if constexpr (same) {
-      bz_gemm(false, true, rows, cols, e, (const A*)q, ldq, (const A*)key, ld, scores, cols);
+      bz_gemm(false, true, rows, cols, e, (const A*)q, ldq, (const A*)key, ld, scores, width);
     } else {
 #if defined(__AVX512BF16__)
       if (pairs) {
         bz_gemm_bf16_pairs<false>(rows, cols, e, [&](int64_t r, int64_t i) { return q[r * ldq + i]; },
-                                  [&](int64_t i, int64_t c) { return key[c * ld + i]; }, key, ld, scores, cols, pairs_lhs,
+                                  [&](int64_t i, int64_t c) { return key[c * ld + i]; }, key, ld, scores, width, pairs_lhs,
                                   pairs_rhs);
         return scores;
       }
 #endif
       bz_gemm_half(half_gemm, false, true, rows, cols, e, (const uint16_t*)q, ldq, (const uint16_t*)key, ld,
-                   scores, cols);
+                   scores, width);
     }
     return scores;
   }
-  // The scaled, masked scores of one block (and their row maxima in block_max) into the running
-  // softmax, then acc += P V.
-  void update(int64_t rows, int64_t cols, const T* value, int64_t ld) {
+  // The scaled, masked scores of one block, padding included (and their row maxima in block_max) into
+  // the running softmax, then acc += P V.
+  void update(int64_t rows, int64_t cols, int64_t width, const T* value, int64_t ld) {
     const bool blas = rows > dot_rows;
     for (int64_t r = 0; r < rows; ++r) {
-      A* s = scores + r * cols;
-      T* p = probabilities + r * cols;  // halves only
+      A* s = scores + r * width;
+      T* p = probabilities + r * width;  // halves only
       const A new_max = block_max[r] > row_max[r] ? block_max[r] : row_max[r];
       // Every key of the block masked (a causal mask's later blocks): weights 0, nothing to rescale.
       if (block_max[r] == -std::numeric_limits<A>::infinity()) {
@@ -144,14 +153,14 @@ struct bz_attention {
       const A correction = bz_exp(row_max[r] - new_max);
       A total = 0;
       if constexpr (same) {
-        #pragma omp simd reduction(+:total)
-        for (int64_t c = 0; c < cols; ++c) {
+        #pragma omp simd reduction(+:total) simdlen(BZ_ATTENTION_LANES)
+        for (int64_t c = 0; c < width; ++c) {
           s[c] = bz_exp(s[c] - new_max);
           total += s[c];
         }
       } else {
-        #pragma omp simd reduction(+:total)
-        for (int64_t c = 0; c < cols; ++c) {
+        #pragma omp simd reduction(+:total) simdlen(BZ_ATTENTION_LANES)
+        for (int64_t c = 0; c < width; ++c) {
           const A weight = bz_exp(s[c] - new_max);
           s[c] = weight;
           if (blas) p[c] = narrow(weight);
@@ -170,24 +179,24 @@ struct bz_attention {
       for (int64_t c = 0; c < cols; ++c) {
         const T* v = value + c * ld;
         for (int64_t r = 0; r < rows; ++r) {
-          const A p = scores[r * cols + c];
+          const A p = scores[r * width + c];
           A* a = acc + r * ev;
           #pragma omp simd
           for (int64_t i = 0; i < ev; ++i) a[i] += p * widen(v[i]);
         }
       }
     } else if constexpr (same) {
-      bz_gemm(false, false, rows, ev, cols, scores, cols, (const A*)value, ld, acc, ev, A(1));
+      bz_gemm(false, false, rows, ev, cols, scores, width, (const A*)value, ld, acc, ev, A(1));
     } else {
 #if defined(__AVX512BF16__)
       if (pairs) {
-        bz_gemm_bf16_pairs<true>(rows, ev, cols, [&](int64_t r, int64_t i) { return probabilities[r * cols + i]; },
+        bz_gemm_bf16_pairs<true>(rows, ev, cols, [&](int64_t r, int64_t i) { return probabilities[r * width + i]; },
                                  [&](int64_t i, int64_t c) { return value[i * ld + c]; }, nullptr, 0, acc, ev, pairs_lhs,
                                  pairs_rhs, true);
         return;
       }
 #endif
-      bz_gemm_half(half_gemm, false, false, rows, ev, cols, (const uint16_t*)probabilities, cols,
+      bz_gemm_half(half_gemm, false, false, rows, ev, cols, (const uint16_t*)probabilities, width,
                    (const uint16_t*)value, ld, acc, ev, 1.0f);
     }
   }
@@ -233,25 +242,40 @@ class AttentionRenderer:
         (a dim of size 1 carries stride 0 here)."""
         return f"std::max<int64_t>({self._stride(number, self.a.batch)}, {length})"
 
+    def _mask_dims(self) -> tuple[int | None, int | None]:
+        """The mask's dims along the query rows and along the keys (None
+        where the mask has fewer dims)."""
+        a = self.a
+        shift = a.rank - a.mask.type.rank  # the frame is [batch..., rows, keys]
+        return tuple(position - shift if position >= shift else None for position in (a.batch, a.batch + 1))
+
+    def _mask_row(self) -> list[str]:
+        """The line setting `mask_row`, the mask at the row's query and the
+        block's first key: hoisted, so that the loop over the keys indexes
+        it by the key alone (an index through the lambda's captured strides
+        is reloaded each step, and left that loop scalar)."""
+        a = self.a
+        if a.causal or a.mask is None:
+            return []
+        row_dim, key_dim = self._mask_dims()
+        index = [(d, i) for d, i in ((row_dim, f"i{a.l}"), (key_dim, "kv0")) if d is not None]
+        return [f"          const auto* __restrict mask_row = mask + {self._offset(3, index)};"]
+
     def _score(self) -> str:
-        """The line turning a raw score `row[c]` into the softmax's input."""
+        """The softmax's input at key `c` of a row, from the raw score `row[c]`."""
         a = self.a
         scaled = f"row[c] * ({self.accumulator}){a.scale!r}"
+        minus_infinity = f"-std::numeric_limits<{self.accumulator}>::infinity()"
         if a.causal:
-            return f"row[c] = i{a.s} > i{a.l} ? -std::numeric_limits<{self.accumulator}>::infinity() : {scaled};"
+            return f"(i{a.s} > i{a.l} ? {minus_infinity} : {scaled})"
         if a.mask is None:
-            return f"row[c] = {scaled};"
-        rank = a.rank
-        mask_rank = a.mask.type.rank
-        frame = [f"i{d}" for d in range(a.batch)] + [f"i{a.l}", f"i{a.s}"]
-        index = [(j, frame[rank - mask_rank + j]) for j in range(mask_rank)]
-        # The batch part is the item's base pointer; the rows and keys vary here.
-        varying = [(d, i) for d, i in index if i in (f"i{a.l}", f"i{a.s}")]
-        load = f"mask[{self._offset(3, varying)}]"
+            return scaled
+        _, key_dim = self._mask_dims()
+        load = f"mask_row[{'c' if key_dim is not None and not a.broadcasts(3, key_dim) else '0'}]"
         if a.mask_element == "i1":
-            return f"row[c] = {load} ? {scaled} : -std::numeric_limits<{self.accumulator}>::infinity();"
+            return f"({load} ? {scaled} : {minus_infinity})"
         half = CStyleRenderer.half_load.get(a.mask_element)
-        return f"row[c] = {scaled} + ({self.accumulator}){f'{half}({load})' if half else load};"
+        return f"{scaled} + ({self.accumulator}){f'{half}({load})' if half else load}"
 
     def render(self) -> str:
         a = self.a
@@ -325,24 +349,25 @@ class AttentionRenderer:
             f"      const int64_t keys = {keys};",
             f"      item.begin(rows, query, {self._stride(0, b - 1) if grouped else self._row_stride(0, e)});",
             f"      for (int64_t kv0 = 0; kv0 < keys; kv0 += {a.kv_block}) {{",
-            f"        const int64_t cols = std::min<int64_t>({a.kv_block}, keys - kv0);",
-            f"        {self.accumulator}* scores = item.score(rows, cols, key + kv0 * {self._stride(1, b)}, "
+            f"        const int64_t cols = std::min<int64_t>({a.kv_block}, keys - kv0), width = bz_attention_width(cols);",
+            f"        {self.accumulator}* scores = item.score(rows, cols, width, key + kv0 * {self._stride(1, b)}, "
             f"{self._row_stride(1, e)});",
             "        for (int64_t r = 0; r < rows; ++r) {",
             f"          const int64_t i{a.l} = {'q0' if grouped else 'q0 + r'};",
-            f"          {self.accumulator}* row = scores + r * cols;",
+            f"          {self.accumulator}* row = scores + r * width;",
             f"          {self.accumulator} top = -std::numeric_limits<{self.accumulator}>::infinity();",
             "          int nan = 0;  // a NaN score makes the row NaN, as in eager's softmax",
-            "          #pragma omp simd reduction(max:top) reduction(|:nan)",
-            "          for (int64_t c = 0; c < cols; ++c) {",
-            f"            const int64_t i{a.s} = kv0 + c;",
-            f"            {self._score()}",
+            *self._mask_row(),
+            "          #pragma omp simd reduction(max:top) reduction(|:nan) simdlen(BZ_ATTENTION_LANES)",
+            "          for (int64_t c = 0; c < width; ++c) {",
+            *([f"            const int64_t i{a.s} = kv0 + c;"] if a.causal else []),
+            f"            row[c] = c < cols ? {self._score()} : -std::numeric_limits<{self.accumulator}>::infinity();",
             "            top = row[c] > top ? row[c] : top;",
             "            nan |= row[c] != row[c];",
             "          }",
             f"          item.block_max[r] = nan ? std::numeric_limits<{self.accumulator}>::quiet_NaN() : top;",
             "        }",
-            f"        item.update(rows, cols, value + kv0 * {self._stride(2, b)}, {self._row_stride(2, ev)});",
+            f"        item.update(rows, cols, width, value + kv0 * {self._stride(2, b)}, {self._row_stride(2, ev)});",
             "      }",
             f"      item.end(rows, out0 + (({out_row}) * {l} + q0) * {ev}, {str(a.masked_rows_nan).lower()});",
             "    }",
