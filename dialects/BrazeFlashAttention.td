@@ -14,7 +14,7 @@ def Braze_FlashAttentionOp : Braze_Op<"flash_attention", [Pure]> {
   let description = [{
     Computes what `braze.attention` with the same operands and attributes
     computes (`softmax(query @ key^T * scale + mask) @ value`; `mask`,
-    `causal`, `gqa` and `masked_rows_nan` as there), with `scale` given
+    `softcap`, `causal`, `gqa` and `masked_rows_nan` as there), with `scale` given
     explicitly. `braze-lower-attention` makes it from `braze.attention` on
     targets whose renderers spell it, and decides its schedule:
 
@@ -45,13 +45,14 @@ def Braze_FlashAttentionOp : Braze_Op<"flash_attention", [Pure]> {
   }];
   let arguments = (ins Braze_FloatTensor:$query, Braze_FloatTensor:$key,
                        Braze_FloatTensor:$value, Optional<Braze_Tensor>:$mask,
-                       F64Attr:$scale, UnitAttr:$causal, UnitAttr:$gqa,
+                       F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
+                       UnitAttr:$causal, UnitAttr:$gqa,
                        UnitAttr:$masked_rows_nan, I64Attr:$q_block,
                        I64Attr:$kv_block, UnitAttr:$grouped_heads);
   let results = (outs Braze_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? `scale` $scale
-    (`causal` $causal^)? (`gqa` $gqa^)? (`masked_rows_nan` $masked_rows_nan^)?
+    (`softcap` $softcap^)? (`causal` $causal^)? (`gqa` $gqa^)? (`masked_rows_nan` $masked_rows_nan^)?
     `q_block` $q_block `kv_block` $kv_block (`grouped_heads` $grouped_heads^)?
     attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)

@@ -109,7 +109,9 @@ def Braze_AttentionOp : Braze_Op<"attention", [Pure]> {
     (optional) broadcasts to `batch... x L x S`: `i1` keeps where true
     (false is minus infinity), a float is added. `causal` masks the upper
     triangle (key position after query position); it excludes `mask`.
-    `scale` defaults to `1/sqrt(E)`.
+    `scale` defaults to `1/sqrt(E)`. `softcap` (optional, positive) caps
+    the scaled scores before the mask: `softcap * tanh(scores / softcap)`
+    (Gemma 2's and Grok's attention logit soft-capping).
 
     A row whose keys are all masked is zero, as SDPA's is; with
     `masked_rows_nan` it is NaN, as `softmax` of a row of minus infinity is
@@ -128,12 +130,13 @@ def Braze_AttentionOp : Braze_Op<"attention", [Pure]> {
   }];
   let arguments = (ins Braze_FloatTensor:$query, Braze_FloatTensor:$key,
                        Braze_FloatTensor:$value, Optional<Braze_Tensor>:$mask,
-                       OptionalAttr<F64Attr>:$scale, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<F64Attr>:$softcap, UnitAttr:$causal,
                        UnitAttr:$gqa, UnitAttr:$masked_rows_nan);
   let results = (outs Braze_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? (`scale` $scale^)?
-    (`causal` $causal^)? (`gqa` $gqa^)? (`masked_rows_nan` $masked_rows_nan^)?
+    (`softcap` $softcap^)? (`causal` $causal^)? (`gqa` $gqa^)? (`masked_rows_nan` $masked_rows_nan^)?
     attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];

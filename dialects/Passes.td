@@ -160,7 +160,11 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
       rounds to it, so the result is eager's, a row that keeps no key
       included (uniform weights); unlike the `where`, the sum does not hide
       a NaN or infinite score at a masked position;
-    - an optional scale: `mul` or `div` by a scalar constant;
+    - an optional scale: `mul` or `div` by a scalar constant; where that
+      constant multiplies a `tanh`, a soft cap (Gemma 2's and Grok's
+      `cap * tanh(s / cap)`): the attention gets `softcap` cap, and the
+      constant factors under the `tanh` (the model's scale and 1/cap, one
+      or two `mul`/`div`) times cap are its scale;
     - the product `q @ k^T`; `k^T` is read through its `permute` of the
       last two dims, or permuted back.
 
@@ -183,7 +187,8 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
       attention weights);
     - the mask fills with a finite value above -1e30 (f16's -65504: a
       score added to it would move it) or selects between two tensors;
-    - the scale is a tensor, not a constant;
+    - the scale is a tensor, not a constant; the scores pass through a
+      `tanh` with no constant multiplying it, or one not above 0;
     - q, k or v has other batch dims than the scores, or the element types
       differ (an additive mask of another type than q);
     - the mask broadcasts the scores to a larger shape, or a mask was added

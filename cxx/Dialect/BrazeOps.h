@@ -61,12 +61,13 @@ bool isFloat8(mlir::Type type);
 
 /// The operand and result checks braze.attention and braze.flash_attention
 /// share (shapes, element types, the mask, `causal` against a mask, the
-/// scale).
+/// scale, the soft cap).
 mlir::LogicalResult verifyAttention(mlir::Operation *op, mlir::Value query,
                                     mlir::Value key, mlir::Value value,
                                     mlir::Value mask, mlir::Value result,
                                     bool causal, bool gqa,
-                                    std::optional<double> scale);
+                                    std::optional<double> scale,
+                                    std::optional<mlir::APFloat> softcap);
 
 /// Why an attention's query heads that share a key/value head cannot be one
 /// work item's rows (braze.flash_attention's `grouped_heads`), or nothing

@@ -34,7 +34,7 @@ std::optional<std::string> braze::whyHeadsCannotGroup(Value query, Value key,
 LogicalResult FlashAttentionOp::verify() {
   if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
                              getMask(), getResult(), getCausal(), getGqa(),
-                             getScale().convertToDouble())))
+                             getScale().convertToDouble(), getSoftcap())))
     return failure();
   if (getQBlock() < 1 || getKvBlock() < 1)
     return emitOpError("q_block and kv_block must be at least 1, got ")

@@ -135,7 +135,8 @@ LogicalResult ConvolutionOp::verify() {
 LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
                                     Value keyValue, Value valueValue,
                                     Value mask, Value resultValue, bool causal,
-                                    bool gqa, std::optional<double> scale) {
+                                    bool gqa, std::optional<double> scale,
+                                    std::optional<APFloat> softcap) {
   auto query = cast<RankedTensorType>(queryValue.getType());
   auto key = cast<RankedTensorType>(keyValue.getType());
   auto value = cast<RankedTensorType>(valueValue.getType());
@@ -197,6 +198,10 @@ LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
   }
   if (scale && !std::isfinite(*scale))
     return op->emitOpError("scale must be finite");
+  if (softcap && !(softcap->convertToDouble() > 0 &&
+                   std::isfinite(softcap->convertToDouble())))
+    return op->emitOpError("softcap must be positive and finite, got ")
+           << softcap->convertToDouble();
   return success();
 }
 
@@ -205,7 +210,8 @@ LogicalResult AttentionOp::verify() {
   if (auto given = getScale())
     scale = given->convertToDouble();
   return verifyAttention(*this, getQuery(), getKey(), getValue(), getMask(),
-                         getResult(), getCausal(), getGqa(), scale);
+                         getResult(), getCausal(), getGqa(), scale,
+                         getSoftcap());
 }
 
 //===----------------------------------------------------------------------===//

@@ -89,14 +89,14 @@ bool onlyUsedBy(Operation *op, const llvm::SetVector<Operation *> &allowed) {
 
 /// Whether `value` is the scores: a product q @ k^T reached through the
 /// ops attention code puts between it and the softmax (reshapes, casts,
-/// scales and masks), not a mask computed beside it.
+/// scales, soft caps and masks), not a mask computed beside it.
 bool leadsToProduct(Value value, int depth = 8) {
   Operation *op = value.getDefiningOp();
   if (!op || depth == 0)
     return false;
   if (isa<BmmOp, MatmulOp>(op))
     return true;
-  if (isa<ReshapeOp, CastOp>(op))
+  if (isa<ReshapeOp, CastOp, TanhOp>(op))
     return leadsToProduct(op->getOperand(0), depth - 1);
   if (isa<AddOp, MulOp, DivOp>(op))
     return leadsToProduct(op->getOperand(0), depth - 1) ||
@@ -177,6 +177,8 @@ public:
   std::string why;
   std::string maskKind = "no mask";
   double scale = 1.0;
+  /// Gemma 2's and Grok's `cap * tanh(scores / cap)` under the mask.
+  std::optional<double> softcap;
 
 private:
   bool refuse(const Twine &reason) {
@@ -190,6 +192,7 @@ private:
   Value framed(Value value, OpBuilder &builder);
   bool takeMask(Value &scores);
   bool takeScale(Value &scores);
+  bool takeSoftcap(Value &scores);
 
   Operation *root;
   Value scores;        // the softmax's input: scaled and masked Q K^T
@@ -373,10 +376,35 @@ bool AttentionMatch::takeScale(Value &value) {
   }
   if (!factor)
     return refuse("the scores are scaled by a tensor, not a constant");
-  scale = isa<DivOp>(def) ? 1.0 / *factor : *factor;
+  scale *= isa<DivOp>(def) ? 1.0 / *factor : *factor;
   views.push_back(rhs.getDefiningOp());
   value = lhs;
   taken.insert(def);
+  return true;
+}
+
+/// After a scale: when it multiplies a tanh, it was a soft cap `cap *
+/// tanh(x * f)` (f: the constant factors under the tanh, the model's scale
+/// and 1/cap), taken as softcap `cap` with scale `f * cap`, which is the
+/// same function.
+bool AttentionMatch::takeSoftcap(Value &value) {
+  auto tanh = value.getDefiningOp<TanhOp>();
+  if (!tanh)
+    return true;
+  if (!(scale > 0))
+    return refuse("the scores are soft-capped by " + formatNumber(scale) +
+                  ", not a positive cap");
+  softcap = scale;
+  scale = 1.0;
+  taken.insert(tanh);
+  value = tanh.getInput();
+  // The model's scale and the division by the cap, in either order.
+  for (int factors = 0; factors < 2 && isa_and_nonnull<MulOp, DivOp>(
+                                           value.getDefiningOp());
+       ++factors)
+    if (!takeScale(value))
+      return false;
+  scale *= *softcap;
   return true;
 }
 
@@ -400,9 +428,12 @@ bool AttentionMatch::match() {
       if (!takeMask(current))
         return false;
     } else if (!scaled && isa<MulOp, DivOp>(def)) {
-      if (!takeScale(current))
+      if (!takeScale(current) || !takeSoftcap(current))
         return false;
       scaled = true;
+    } else if (isa<TanhOp>(def)) {
+      return refuse("the scores pass through tanh without a constant cap "
+                    "multiplying it");
     } else {
       break;
     }
@@ -523,7 +554,9 @@ void AttentionMatch::build(OpBuilder &builder) {
   auto type = RankedTensorType::get(shape, tensorType(query).getElementType());
   auto attention = AttentionOp::create(
       builder, loc, type, query, key, value, mask,
-      builder.getF64FloatAttr(scale), /*causal=*/UnitAttr(),
+      builder.getF64FloatAttr(scale),
+      softcap ? builder.getF64FloatAttr(*softcap) : FloatAttr(),
+      /*causal=*/UnitAttr(),
       /*gqa=*/UnitAttr(), /*masked_rows_nan=*/builder.getUnitAttr());
   Value product = root->getResult(0);
   RankedTensorType productType = tensorType(product);
@@ -653,6 +686,9 @@ struct BrazeFormAttentionPass
                            << "' of a softmax formed into braze.attention ("
                            << match.maskKind << ", scale "
                            << formatNumber(match.scale)
+                           << (match.softcap ? ", softcap " +
+                                                   formatNumber(*match.softcap)
+                                             : std::string())
                            << ")";
       match.build(builder);
       ++numFormed;

@@ -73,7 +73,7 @@ struct BrazeLowerAttentionPass
       auto flash = FlashAttentionOp::create(
           builder, op.getLoc(), op.getType(), op.getQuery(), op.getKey(),
           op.getValue(), op.getMask(), builder.getF64FloatAttr(scale),
-          op.getCausalAttr(), op.getGqaAttr(), op.getMaskedRowsNanAttr(),
+          op.getSoftcapAttr(), op.getCausalAttr(), op.getGqaAttr(), op.getMaskedRowsNanAttr(),
           builder.getI64IntegerAttr(rows), builder.getI64IntegerAttr(columns),
           grouped ? builder.getUnitAttr() : UnitAttr());
       if (remarks)

@@ -299,3 +299,47 @@ def test_shifted_windows_with_a_dynamic_batch():
     for batch in (1, 3):
         args = inputs(batch, batch)
         _assert_matches(compiled(*args), windowed(*args), 2e-5)
+
+
+@pytest.mark.parametrize("flash", [True, False], ids=["flash_kernel", "library"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+def test_soft_capped_scores_are_one_attention(dtype, flash):
+    """Gemma 2's `cap * tanh(s * scale / cap)` before a causal additive mask
+    (minus infinity above the diagonal, a row with every key masked): one
+    attention with `softcap`, in the generated kernel and in the library's
+    realisation (SDPA has no soft cap: spelled out there), against eager."""
+    from braze.testing.modules import SoftCappedAttention
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 21, 16, generator=g).to(dtype) for _ in range(3))
+    mask = torch.full((21, 21), float("-inf")).triu(1)
+    mask[5] = float("-inf")
+    mask = mask.expand(2, 1, 21, 21).to(dtype)
+    model = SoftCappedAttention()
+    options = {"flash_attention_halves": True} if flash else {"flash_attention": False}
+    compiled = braze.compile(model, (q, k, v, mask), options=options)
+    assert compiled.stats["attentions"] == 1 and compiled.stats["flash_attentions"] == int(flash)
+    expected = model(q, k, v, mask)
+    assert torch.isnan(expected[:, :, 5]).all()
+    _assert_matches(compiled(q, k, v, mask), expected, 2e-5 if dtype == torch.float32 else 3e-2)
+    uncapped = torch.softmax(q.float() @ k.float().transpose(-2, -1) * 0.25 + mask.float(), -1) @ v.float()
+    assert (uncapped.nan_to_num() - expected.float().nan_to_num()).abs().max() > 0.1  # the cap matters here
+
+
+def test_reference_interpreter_runs_a_soft_capped_attention():
+    """The reference interpreter (the host-op table's spelled-out soft cap)
+    agrees before and after braze-form-attention."""
+    from braze.testing.modules import SoftCappedAttention
+
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(1, 2, 12, 8, generator=g) for _ in range(3))
+    mask = torch.randn(1, 1, 12, 12, generator=g)
+    exported = braze.export(SoftCappedAttention(), (q, k, v, mask))
+    module = braze.parse(str(exported.module))
+    braze.run_pipeline(module, "braze-simplify")
+    before = braze.reference.run(module, q, k, v, mask, parameters=exported.parameters)
+    braze.run_pipeline(module, "func.func(braze-form-attention)")
+    assert "softcap" in str(module) and "braze.tanh" not in str(module)
+    after = braze.reference.run(module, q, k, v, mask, parameters=exported.parameters)
+    for b, a in zip(before, after):
+        _assert_matches(a, b, 2e-5)

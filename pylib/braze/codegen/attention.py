@@ -28,6 +28,8 @@ class AttentionAnalysis:
         self.result = op.operation.results[0]
         self.results = [self.result]
         self.scale = ir.FloatAttr(attributes["scale"]).value
+        # Scores are `softcap * tanh(scale * q.k / softcap)` with a soft cap.
+        self.softcap = ir.FloatAttr(attributes["softcap"]).value if "softcap" in attributes else None
         self.causal = "causal" in attributes
         self.gqa = "gqa" in attributes
         self.masked_rows_nan = "masked_rows_nan" in attributes
@@ -64,6 +66,13 @@ class AttentionAnalysis:
                 if size != 1:
                     checks.append((3, j, frame[rank - len(mask_shape) + j]))
         self.input_checks = sorted(checks)
+
+    def capped(self, score: str, tanh: str, literal) -> str:
+        """The scaled (and soft-capped) score expression of a raw `score`,
+        in a renderer's spelling of tanh and of a literal."""
+        if self.softcap is None:
+            return f"{score} * {literal(self.scale)}"
+        return f"{literal(self.softcap)} * {tanh}({score} * {literal(self.scale / self.softcap)})"
 
     def broadcasts(self, number: int, dim: int) -> bool:
         """Whether input `number` is read with stride 0 along `dim` (a

@@ -23,6 +23,8 @@ the element type before their product with v, as eager's softmax result is
 and as the Triton kernel does. The semantics are the CPU's and Triton's
 (codegen/cpp/attention.py, codegen/triton/attention.py):
 
+* a soft cap bends the scaled score first (`softcap * tanh(score /
+  softcap)`, the target's tanh);
 * an additive mask is added to the scaled score, a boolean one keeps a key
   where it is true; `causal` keeps keys up to the row's index (and the walk
   stops after the block's last row); keys past S are not scored;
@@ -135,7 +137,8 @@ class GpuAttentionRenderer:
         """`score`: key j's scaled, masked score; -inf where not kept."""
         a, r = self.a, self.r
         infinity = r.special_float("inf", self.accumulator)
-        scaled = f"scores[j] * {r.float_literal(a.scale, self.accumulator)}"
+        scaled = a.capped("scores[j]", r.function(a.op, "math.tanh", self.accumulator),
+                          lambda value: r.float_literal(value, self.accumulator))
         if a.mask is not None and a.mask_element != "i1":
             scaled += f" + {self._load(3, self._mask_index())}"
         kept = " && ".join(c for c in ("live", f"s < n{a.s}", self._kept()) if c)

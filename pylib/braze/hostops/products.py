@@ -110,16 +110,21 @@ def attention(op):
     """PyTorch's scaled_dot_product_attention (its fused CPU kernel). The
     runtime runs braze.flash_attention as a generated kernel; the reference
     interpreter, through this table, as the attention it computes (its
-    schedule changes no result)."""
+    schedule changes no result). SDPA has no soft cap: a soft-capped
+    attention is spelled out here (`_capped_attention`)."""
     attributes = op.attributes
-    options = {"scale": attributes.get("scale"),
-               "is_causal": "causal" in attributes, "enable_gqa": "gqa" in attributes}
+    scale = attributes.get("scale")
+    causal, gqa = "causal" in attributes, "gqa" in attributes
+    softcap = attributes.get("softcap")
     masked_rows_nan = "masked_rows_nan" in attributes
 
     def run(operands, context):
         query, key, value, *mask = operands
         mask = mask[0] if mask else None
-        output = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask, **options)
+        if softcap is not None:
+            return [_capped_attention(query, key, value, mask, scale, softcap, causal, gqa, masked_rows_nan)]
+        output = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scale,
+                                                                  is_causal=causal, enable_gqa=gqa)
         if masked_rows_nan and mask is not None:
             # SDPA gives a row with every key masked zeros; softmax of a row
             # of minus infinity is NaN.
@@ -128,6 +133,29 @@ def attention(op):
         return [output]
 
     return run
+
+
+def _capped_attention(query, key, value, mask, scale, softcap, causal, gqa, masked_rows_nan):
+    """`softmax(softcap * tanh(q k^T * scale / softcap) + mask) v`, in f32
+    for halves (as the flash kernels accumulate), rounded once; a row with
+    no key kept is 0, or NaN with `masked_rows_nan`."""
+    compute = torch.promote_types(query.dtype, torch.float32)
+    if gqa and key.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        group = query.shape[-3] // key.shape[-3]
+        key, value = (t.repeat_interleave(group, dim=-3) for t in (key, value))
+    scale = 1 / query.shape[-1] ** 0.5 if scale is None else scale
+    scores = query.to(compute) @ key.to(compute).transpose(-2, -1)
+    scores = softcap * torch.tanh(scores * (scale / softcap))
+    if causal:
+        rows, keys = scores.shape[-2:]
+        mask = torch.ones(rows, keys, dtype=torch.bool, device=scores.device).tril()
+    if mask is not None and mask.dtype == torch.bool:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    elif mask is not None:
+        scores = scores + mask.to(compute)
+    empty = (scores == float("-inf")).all(-1, keepdim=True)
+    weights = torch.softmax(scores, -1).masked_fill(empty, float("nan") if masked_rows_nan else 0.0)
+    return (weights @ value.to(compute)).to(query.dtype)
 
 
 @prepares("braze.convolution")

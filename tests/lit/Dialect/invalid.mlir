@@ -802,6 +802,23 @@ func.func @attention_mask_and_causal(%q: tensor<2x8x64xf32>, %m: tensor<8x8xi1>)
 
 // -----
 
+// Tests that a soft cap is above 0 (tanh's sign would flip) and finite.
+func.func @attention_softcap(%q: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{'braze.attention' op softcap must be positive and finite, got 0}}
+  %0 = braze.attention %q, %q, %q softcap 0.0 : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @flash_attention_softcap(%q: tensor<2x8x64xf32>) {
+  // expected-error @+1 {{'braze.flash_attention' op softcap must be positive and finite, got -3}}
+  %0 = braze.flash_attention %q, %q, %q scale 0.125 softcap -3.0 q_block 8 kv_block 8 : tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<2x8x64xf32> -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
 // Tests that a symbolic slice bound needs its operand.
 func.func @slice_bound_without_operand(%a: tensor<4x8xf32>) {
   // expected-error @+2 {{has 0 bound operand(s) for 1 symbolic bound(s)}}

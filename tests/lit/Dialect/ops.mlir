@@ -309,16 +309,16 @@ func.func @library_ops(%x: tensor<?x3x32x32xf32>, %w: tensor<8x3x7x7xf32>, %b: t
   return
 }
 
-// Tests that attention round-trips with a bool mask and a scale, causal,
-// and grouped-query heads with a float mask.
+// Tests that attention round-trips with a bool mask and a scale, causal
+// with a soft cap, and grouped-query heads with a float mask.
 // CHECK-LABEL: func.func @attention
 // CHECK: braze.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} scale 1.250000e-01 : tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>, tensor<2x1x?x?xi1> -> tensor<2x12x?x64xf32>
-// CHECK: braze.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32> -> tensor<2x12x?x64xf32>
+// CHECK: braze.attention %{{.*}}, %{{.*}}, %{{.*}} softcap 5.000000e+01 causal : tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32> -> tensor<2x12x?x64xf32>
 // CHECK: braze.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} gqa : tensor<2x12x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x32xf32>, tensor<8x8xf32> -> tensor<2x12x8x32xf32>
 func.func @attention(%q: tensor<2x12x?x64xf32>, %k: tensor<2x12x?x64xf32>, %v: tensor<2x12x?x64xf32>, %m: tensor<2x1x?x?xi1>,
                      %gq: tensor<2x12x8x64xf32>, %gk: tensor<2x4x8x64xf32>, %gv: tensor<2x4x8x32xf32>, %fm: tensor<8x8xf32>) {
   %0 = braze.attention %q, %k, %v mask %m scale 0.125 : tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>, tensor<2x1x?x?xi1> -> tensor<2x12x?x64xf32>
-  %1 = braze.attention %q, %k, %v causal : tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32> -> tensor<2x12x?x64xf32>
+  %1 = braze.attention %q, %k, %v softcap 50.0 causal : tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32>, tensor<2x12x?x64xf32> -> tensor<2x12x?x64xf32>
   %2 = braze.attention %gq, %gk, %gv mask %fm gqa : tensor<2x12x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x32xf32>, tensor<8x8xf32> -> tensor<2x12x8x32xf32>
   return
 }

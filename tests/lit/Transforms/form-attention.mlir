@@ -117,6 +117,77 @@ func.func @bf16_f32_softmax(%q: tensor<2x16x64xbf16>, %k: tensor<2x16x64xbf16>, 
 
 // -----
 
+// Tests Gemma 2's soft-capped scores (bf16, an f32 softmax): ((s * 0.125) /
+// 50) through tanh, times 50, then its additive mask: softcap 50, and the
+// factors under the tanh times the cap as the scale (0.125).
+// CHECK-LABEL: func.func @gemma2_softcap
+// CHECK-NOT: braze.tanh
+// CHECK: braze.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} scale 1.250000e-01 softcap 5.000000e+01 masked_rows_nan : tensor<2x16x64xbf16>
+// CHECK-NOT: braze.tanh
+func.func @gemma2_softcap(%q: tensor<2x16x64xbf16>, %k: tensor<2x16x64xbf16>, %v: tensor<2x16x64xbf16>, %m: tensor<1x16x16xbf16>) -> tensor<2x16x64xbf16> {
+  %kt = braze.permute %k [0, 2, 1] : tensor<2x16x64xbf16> -> tensor<2x64x16xbf16>
+  %s = braze.bmm %q, %kt : tensor<2x16x64xbf16>, tensor<2x64x16xbf16> -> tensor<2x16x16xbf16>
+  %c = braze.constant dense<1.250000e-01> : tensor<bf16>
+  %scaled = braze.mul %s, %c : tensor<2x16x16xbf16>, tensor<bf16> -> tensor<2x16x16xbf16>
+  %cap = braze.constant dense<5.000000e+01> : tensor<bf16>
+  %inner = braze.div %scaled, %cap : tensor<2x16x16xbf16>, tensor<bf16> -> tensor<2x16x16xbf16>
+  %t = braze.tanh %inner : tensor<2x16x16xbf16>
+  %capped = braze.mul %t, %cap : tensor<2x16x16xbf16>, tensor<bf16> -> tensor<2x16x16xbf16>
+  %masked = braze.add %capped, %m : tensor<2x16x16xbf16>, tensor<1x16x16xbf16> -> tensor<2x16x16xbf16>
+  %x = braze.cast %masked : tensor<2x16x16xbf16> to tensor<2x16x16xf32>
+  %max = braze.max %x dims [2] keepdim : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %shifted = braze.sub %x, %max : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %e = braze.exp %shifted : tensor<2x16x16xf32>
+  %sum = braze.sum %e dims [2] keepdim : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %p32 = braze.div %e, %sum : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %p = braze.cast %p32 : tensor<2x16x16xf32> to tensor<2x16x16xbf16>
+  // expected-remark @+1 {{formed into braze.attention (additive mask, scale 0.125, softcap 50)}}
+  %o = braze.bmm %p, %v : tensor<2x16x16xbf16>, tensor<2x16x64xbf16> -> tensor<2x16x64xbf16>
+  return %o : tensor<2x16x64xbf16>
+}
+
+// -----
+
+// Tests a tanh of the scores with no constant multiplying it (the scores
+// are then not q @ k^T through a scale and a mask): left as it is.
+// CHECK-LABEL: func.func @tanh_without_cap
+// CHECK-NOT: braze.attention
+// CHECK: braze.tanh
+func.func @tanh_without_cap(%q: tensor<2x16x64xf32>, %kt: tensor<2x64x16xf32>, %v: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
+  %s = braze.bmm %q, %kt : tensor<2x16x64xf32>, tensor<2x64x16xf32> -> tensor<2x16x16xf32>
+  %masked = braze.tanh %s : tensor<2x16x16xf32>
+  %max = braze.max %masked dims [2] keepdim : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %shifted = braze.sub %masked, %max : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %e = braze.exp %shifted : tensor<2x16x16xf32>
+  %sum = braze.sum %e dims [2] keepdim : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %p32 = braze.div %e, %sum : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  // expected-remark @+1 {{not formed into braze.attention: the scores pass through tanh without a constant cap multiplying it}}
+  %o = braze.bmm %p32, %v : tensor<2x16x16xf32>, tensor<2x16x64xf32> -> tensor<2x16x64xf32>
+  return %o : tensor<2x16x64xf32>
+}
+
+// -----
+
+// Tests a cap below 0 around the tanh: not a soft cap, left as it is.
+// CHECK-LABEL: func.func @negative_cap
+// CHECK-NOT: braze.attention
+func.func @negative_cap(%q: tensor<2x16x64xf32>, %kt: tensor<2x64x16xf32>, %v: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
+  %s = braze.bmm %q, %kt : tensor<2x16x64xf32>, tensor<2x64x16xf32> -> tensor<2x16x16xf32>
+  %t = braze.tanh %s : tensor<2x16x16xf32>
+  %cap = braze.constant dense<-3.000000e+01> : tensor<f32>
+  %masked = braze.mul %t, %cap : tensor<2x16x16xf32>, tensor<f32> -> tensor<2x16x16xf32>
+  %max = braze.max %masked dims [2] keepdim : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %shifted = braze.sub %masked, %max : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  %e = braze.exp %shifted : tensor<2x16x16xf32>
+  %sum = braze.sum %e dims [2] keepdim : tensor<2x16x16xf32> -> tensor<2x16x1xf32>
+  %p32 = braze.div %e, %sum : tensor<2x16x16xf32>, tensor<2x16x1xf32> -> tensor<2x16x16xf32>
+  // expected-remark @+1 {{not formed into braze.attention: the scores are soft-capped by -30, not a positive cap}}
+  %o = braze.bmm %p32, %v : tensor<2x16x16xf32>, tensor<2x16x64xf32> -> tensor<2x16x64xf32>
+  return %o : tensor<2x16x64xf32>
+}
+
+// -----
+
 // Tests that returned attention weights (HF's output_attentions) keep the
 // spelled-out form: the weights would have to be written anyway.
 // CHECK-LABEL: func.func @weights_returned

@@ -8,16 +8,16 @@
 // BAD: braze-lower-attention: q-block and kv-block must be at least 1, got 0 and 512
 
 // Tests that an attention with a mask becomes a flash attention with the
-// mask and scale kept and blocks no larger than its static extents (128
+// mask, scale and soft cap kept and blocks no larger than its static extents (128
 // query rows but L is 100; 512 keys but S is 300).
 // CHECK-LABEL: func.func @masked
-// CHECK: braze.flash_attention %arg0, %arg1, %arg2 mask %arg3 scale 1.250000e-01 masked_rows_nan q_block 100 kv_block 300
+// CHECK: braze.flash_attention %arg0, %arg1, %arg2 mask %arg3 scale 1.250000e-01 softcap 3.000000e+01 masked_rows_nan q_block 100 kv_block 300
 // CHECK-NOT: braze.attention
 // SMALL-LABEL: func.func @masked
 // SMALL: q_block 32 kv_block 64
 func.func @masked(%q: tensor<2x4x100x64xf32>, %k: tensor<2x4x300x64xf32>, %v: tensor<2x4x300x64xf32>, %m: tensor<2x1x1x300xf32>) -> tensor<2x4x100x64xf32> {
   // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 100, kv_block 300)}}
-  %o = braze.attention %q, %k, %v mask %m scale 0.125 masked_rows_nan : tensor<2x4x100x64xf32>, tensor<2x4x300x64xf32>, tensor<2x4x300x64xf32>, tensor<2x1x1x300xf32> -> tensor<2x4x100x64xf32>
+  %o = braze.attention %q, %k, %v mask %m scale 0.125 softcap 30.0 masked_rows_nan : tensor<2x4x100x64xf32>, tensor<2x4x300x64xf32>, tensor<2x4x300x64xf32>, tensor<2x1x1x300xf32> -> tensor<2x4x100x64xf32>
   return %o : tensor<2x4x100x64xf32>
 }
 

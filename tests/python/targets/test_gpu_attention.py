@@ -175,6 +175,18 @@ def test_a_spelled_out_attention_runs_end_to_end_on_opencl():
     assert_close_with_nans(compiled(*args), expected, TOLERANCE[torch.float32])
 
 
+def test_a_soft_capped_attention_matches_eager(target):
+    """Gemma 2's soft cap (braze-form-attention's `softcap`) in the target's
+    tanh, before an additive mask."""
+    from braze.testing.modules import SoftCappedAttention
+
+    args = (_random(2, 3, 37, 16), _random(2, 3, 45, 16, seed=1), _random(2, 3, 45, 16, seed=2),
+            _random(2, 1, 37, 45, seed=3))
+    compiled = braze.compile(SoftCappedAttention(), args, target=target)
+    assert compiled.stats["flash_attentions"] == 1 and "tanh" in compiled.stats["source"].read_text()
+    assert_close_with_nans(compiled(*args), SoftCappedAttention()(*args), TOLERANCE[torch.float32])
+
+
 def test_the_report_and_the_trace_name_the_attention_kernel(tmp_path):
     """The compile report boxes the flash attention under the kernel name
     its source and the profiler's trace use."""
@@ -261,8 +273,8 @@ def test_f64_accumulates_in_double():
 
 # -- ahead-of-time builds ------------------------------------------------------
 # Every form at real head dims: f32 with head dim 128 and a boolean mask
-# (the largest tiles that fit), bf16 causal GQA at 64, f16 with an additive
-# mask and dynamic L and S.
+# (the largest tiles that fit), bf16 causal GQA at 64 with a soft cap, f16
+# with an additive mask and dynamic L and S.
 AOT = """
 func.func @f(%q: tensor<2x8x?x128xf32>, %k: tensor<2x8x?x128xf32>, %v: tensor<2x8x?x128xf32>, %m: tensor<?x?xi1>,
              %hq: tensor<1x8x?x64xbf16>, %hk: tensor<1x2x?x64xbf16>, %hv: tensor<1x2x?x64xbf16>,
@@ -271,7 +283,7 @@ func.func @f(%q: tensor<2x8x?x128xf32>, %k: tensor<2x8x?x128xf32>, %v: tensor<2x
     -> (tensor<2x8x?x128xf32>, tensor<1x8x?x64xbf16>, tensor<1x4x?x64xf16>) {
   %a = braze.attention %q, %k, %v mask %m : tensor<2x8x?x128xf32>, tensor<2x8x?x128xf32>, tensor<2x8x?x128xf32>,
       tensor<?x?xi1> -> tensor<2x8x?x128xf32>
-  %b = braze.attention %hq, %hk, %hv causal gqa : tensor<1x8x?x64xbf16>, tensor<1x2x?x64xbf16>,
+  %b = braze.attention %hq, %hk, %hv softcap 50.0 causal gqa : tensor<1x8x?x64xbf16>, tensor<1x2x?x64xbf16>,
       tensor<1x2x?x64xbf16> -> tensor<1x8x?x64xbf16>
   %c = braze.attention %fq, %fk, %fv mask %fm : tensor<1x4x?x64xf16>, tensor<1x4x?x64xf16>, tensor<1x4x?x64xf16>,
       tensor<1x1x?x?xf16> -> tensor<1x4x?x64xf16>

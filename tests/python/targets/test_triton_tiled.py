@@ -224,6 +224,17 @@ def test_fully_masked_rows_are_zero_or_nan_as_in_eager(interpreter):
     assert torch.isnan(compiled(q, k, v, additive)[0, :, 2]).all()
 
 
+def test_a_soft_capped_attention(interpreter):
+    """Gemma 2's soft cap (`softcap`, spelled with libdevice.tanh) before an
+    additive mask, against eager."""
+    from braze.testing.modules import SoftCappedAttention
+
+    q, k, v = _qkv(1, 2, 6, 20, 16)
+    mask = _random(1, 1, 6, 20, seed=5)
+    compiled = _check(SoftCappedAttention(), (q, k, v, mask), flash_attentions=1)
+    assert "libdevice.tanh" in compiled.stats["source"].read_text()
+
+
 def test_strided_broadcast_low_rank_and_nan_operands(interpreter):
     """q a transposed view, k and v shared by every batch and head (size-1
     dims read with stride 0); rank 2 and 3; a NaN query (its row NaN) and a

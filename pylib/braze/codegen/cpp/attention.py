@@ -264,7 +264,7 @@ class AttentionRenderer:
     def _score(self) -> str:
         """The softmax's input at key `c` of a row, from the raw score `row[c]`."""
         a = self.a
-        scaled = f"row[c] * ({self.accumulator}){a.scale!r}"
+        scaled = a.capped("row[c]", "bz_tanh", lambda value: f"({self.accumulator}){value!r}")
         minus_infinity = f"-std::numeric_limits<{self.accumulator}>::infinity()"
         if a.causal:
             return f"(i{a.s} > i{a.l} ? {minus_infinity} : {scaled})"

@@ -67,7 +67,7 @@ class AttentionRenderer:
     def _scores(self) -> list[str]:
         """The lines that scale and mask the block's raw `scores`."""
         a = self.a
-        lines = [f"        scores = scores * {a.scale!r}"]
+        lines = [f"        scores = {a.capped('scores', 'libdevice.tanh', repr)}"]
         if a.causal:
             lines.append('        scores = tl.where(s > l, float("-inf"), scores)')
         elif a.mask is not None:
