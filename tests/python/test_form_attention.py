@@ -343,3 +343,23 @@ def test_reference_interpreter_runs_a_soft_capped_attention():
     after = braze.reference.run(module, q, k, v, mask, parameters=exported.parameters)
     for b, a in zip(before, after):
         _assert_matches(a, b, 2e-5)
+
+
+def test_gemma2_forms_its_soft_capped_attentions():
+    """transformers' Gemma 2 (built from its config, eager attention: the
+    soft cap of 50, a sliding-window or causal mask, grouped key/value
+    heads) compiles with every attention formed, and matches eager."""
+    zoo = pytest.importorskip("braze.testing.zoo")
+    try:
+        zoo.import_libraries()
+    except ImportError as error:
+        pytest.skip(f"the zoo needs transformers ({error})")
+    model, args, kwargs = zoo.BY_NAME["gemma2"].make(zoo.SMALL)
+    model = model.eval()
+    with torch.no_grad():
+        expected = model(*args, **kwargs).last_hidden_state
+        compiled = braze.compile(model, args, kwargs=kwargs)
+        out = compiled(*args, **kwargs)
+    out = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    assert compiled.stats["attentions"] == zoo.SMALL.layers and compiled.stats["flash_attentions"] == zoo.SMALL.layers
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)

@@ -153,6 +153,7 @@ _TEXT_FIELDS = {
     "GPTNeoXConfig": _llama_like,
     "PhiConfig": _llama_like,
     "GemmaConfig": lambda s: dict(_llama_like(s), head_dim=s.hidden // s.heads),
+    "Gemma2Config": lambda s: dict(_llama_like(s), head_dim=s.hidden // s.heads),
     "FalconConfig": _llama_like,
     "MixtralConfig": lambda s: dict(_llama_like(s), num_local_experts=4, intermediate_size=2 * s.hidden),
     "OPTConfig": lambda s: dict(_bert_like(s), ffn_dim=4 * s.hidden, pad_token_id=0),
@@ -186,8 +187,8 @@ ZOO = [
 # (`benchmarks/models/run.py --models ...`): the test suite's time stays
 # with ZOO. They found a dominance error in braze-combo-kernels (BART), extern
 # calls (average pooling, F.pad, vector norms) and concatenations read by
-# select chains (DenseNet), and a BLAS call in an inactive parallel region
-# (Mixtral's router).
+# select chains (DenseNet), a BLAS call in an inactive parallel region
+# (Mixtral's router), and soft-capped attention scores (Gemma 2).
 MORE = [
     ZooModel("resnet50", "vision", _vision("resnet50")),
     ZooModel("mobilenet_v2", "vision", _vision("mobilenet_v2")),
@@ -202,6 +203,7 @@ MORE = [
     ZooModel("gpt_neox", "text", _text("GPTNeoXConfig", "GPTNeoXModel")),
     ZooModel("phi", "text", _text("PhiConfig", "PhiModel")),
     ZooModel("gemma", "text", _text("GemmaConfig", "GemmaModel")),
+    ZooModel("gemma2", "text", _text("Gemma2Config", "Gemma2Model")),
     ZooModel("falcon", "text", _text("FalconConfig", "FalconModel")),
     ZooModel("mixtral", "text", _text("MixtralConfig", "MixtralModel")),
     ZooModel("opt", "text", _text("OPTConfig", "OPTModel")),

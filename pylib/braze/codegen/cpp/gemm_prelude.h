@@ -170,16 +170,59 @@ static inline int64_t bz_dot_bf16_pairs(const uint16_t* x, int64_t ldx, const ui
 }
 // ---- bf16 products where the CPU has AVX512-BF16 but no AMX (docs/cpu.md: MKL's half GEMM there ran at its
 // f32 speed) ----
-// tile[n][i] = the dot product of row i of a group of 16 * H rows, packed as pairs of neighbours along K (xp: one
-// 32-bit lane per row, 16 * H lanes per pair), with row n of w (NB rows of bf16 along K) over `pairs` pairs. Each
-// pair of a w row is broadcast and one vdpbf16ps multiplies 16 rows by it: exact products, f32 sums.
+// Columns col[0..7] of 16 rows of C (a row per lane) into its rows 0..rows-1 (row stride ldc), columns 0..nb-1,
+// added to what they hold where `add`. Transposed in registers (unpack, shuffle, two-source permute), then a masked
+// store per row: a scalar loop reading the columns one element at a time took 13% of a bf16 window attention's
+// kernel (Swin-T, K of 32 and 49, where a tile's products are few).
+BZ_INLINE void bz_store_rows8(const __m512* col, float* c, int64_t ldc, int rows, int nb, bool add) {
+  __m512 t[8], u[8];
+  #pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p) {  // per 128-bit lane (rows 4L..4L+3): columns 2p, 2p+1 of two rows each
+    t[2 * p] = _mm512_unpacklo_ps(col[2 * p], col[2 * p + 1]);
+    t[2 * p + 1] = _mm512_unpackhi_ps(col[2 * p], col[2 * p + 1]);
+  }
+  #pragma GCC unroll 2
+  for (int half = 0; half < 2; ++half) {  // u[4 half + j], lane L: row 4L + j, columns 4 half..4 half + 3
+    const __m512* s = t + 4 * half;
+    u[4 * half] = _mm512_shuffle_ps(s[0], s[2], 0x44);
+    u[4 * half + 1] = _mm512_shuffle_ps(s[0], s[2], 0xEE);
+    u[4 * half + 2] = _mm512_shuffle_ps(s[1], s[3], 0x44);
+    u[4 * half + 3] = _mm512_shuffle_ps(s[1], s[3], 0xEE);
+  }
+  const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i second = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  const __mmask16 keep = (__mmask16)((1u << nb) - 1);
+  #pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    // Rows j and 4 + j (low and high 8 lanes), then rows 8 + j and 12 + j.
+    const __m512 both[2] = {_mm512_permutex2var_ps(u[j], first, u[4 + j]),
+                            _mm512_permutex2var_ps(u[j], second, u[4 + j])};
+    #pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const int row = 8 * (q / 2) + 4 * (q % 2) + j;
+      if (row >= rows) continue;
+      // The high 8 lanes are stored from 8 floats before the row (masked lanes neither read nor fault).
+      float* at = c + row * ldc - 8 * (q % 2);
+      const __mmask16 lanes = (__mmask16)(keep << (8 * (q % 2)));
+      __m512 value = both[q / 2];
+      if (add) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(lanes, at));
+      _mm512_mask_storeu_ps(at, lanes, value);
+    }
+  }
+}
+// C's rows of a group of 16 * H rows (rows of them there), columns 0..nb-1 (row stride ldc; added to where `add`) =
+// the dot products of the rows, packed as pairs of neighbours along K (xp: one 32-bit lane per row, 16 * H lanes
+// per pair), with row n of w (NB rows of bf16 along K) over `pairs` pairs. Each pair of a w row is broadcast and
+// one vdpbf16ps multiplies 16 rows by it: exact products, f32 sums.
 template <int H, int NB>
-static inline void bz_pairs_tile(const uint32_t* xp, const uint16_t* const* w, int64_t pairs, float* tile) {
+static inline void bz_pairs_tile(const uint32_t* xp, const uint16_t* const* w, int64_t pairs, float* c, int64_t ldc,
+                                 int64_t rows, int nb, bool add) {
+  static_assert(NB == 8, "bz_store_rows8 stores tiles of 8 columns");
   __m512 acc[NB][H];
-  const uint16_t* rows[NB];
+  const uint16_t* w_row[NB];
   #pragma GCC unroll 16
   for (int n = 0; n < NB; ++n) {
-    rows[n] = w[n];
+    w_row[n] = w[n];
     #pragma GCC unroll 4
     for (int h = 0; h < H; ++h) acc[n][h] = _mm512_setzero_ps();
   }
@@ -190,16 +233,20 @@ static inline void bz_pairs_tile(const uint32_t* xp, const uint16_t* const* w, i
     #pragma GCC unroll 16
     for (int n = 0; n < NB; ++n) {
       int32_t pair;
-      std::memcpy(&pair, rows[n] + 2 * p, sizeof(pair));
+      std::memcpy(&pair, w_row[n] + 2 * p, sizeof(pair));
       const __m512bh b = (__m512bh)_mm512_set1_epi32(pair);
       #pragma GCC unroll 4
       for (int h = 0; h < H; ++h) acc[n][h] = _mm512_dpbf16_ps(acc[n][h], x[h], b);
     }
   }
-  #pragma GCC unroll 16
-  for (int n = 0; n < NB; ++n)
-    #pragma GCC unroll 4
-    for (int h = 0; h < H; ++h) _mm512_storeu_ps(tile + (n * H + h) * 16, acc[n][h]);
+  #pragma GCC unroll 4
+  for (int h = 0; h < H; ++h) {
+    if (16 * h >= rows) break;
+    __m512 col[NB];
+    #pragma GCC unroll 16
+    for (int n = 0; n < NB; ++n) col[n] = acc[n][h];
+    bz_store_rows8(col, c + 16 * h * ldc, ldc, (int)std::min<int64_t>(16, rows - 16 * h), nb, add);
+  }
 }
 // C [rows, cols] (f32, row stride ldc) = A B (accumulate: C += A B) over depth k, on one thread; a(r, kk) and
 // b(kk, col) give the bf16 bits of A's and B's elements. In blocks of DEPTH of K: A's rows are packed into xp
@@ -229,7 +276,6 @@ static void bz_pairs_gemm(int64_t rows, int64_t cols, int64_t k, A a, B b, const
       }
     // B's tile is packed just before its use, where it stays in cache for every group of rows.
     const bool packed = w == nullptr || pairs > whole;  // an odd last element pairs with a zero
-    float tile[NB * R];
     for (int64_t n0 = 0; n0 < cols; n0 += NB) {
       const int nb = (int)std::min<int64_t>(NB, cols - n0);
       // A short last tile repeats B's last column; those results are not stored.
@@ -248,14 +294,9 @@ static void bz_pairs_gemm(int64_t rows, int64_t cols, int64_t k, A a, B b, const
         }
       if (packed && pairs > whole)
         for (int n = 0; n < NB; ++n) wbuf[n * 2 * pairs + kc] = 0;
-      for (int64_t g = 0; g < groups; ++g) {
-        bz_pairs_tile<H, NB>(xp + g * pairs * R, w_rows, pairs, tile);
-        const int64_t group_rows = std::min<int64_t>(R, rows - g * R);
-        for (int64_t i = 0; i < group_rows; ++i) {
-          float* out = c + (g * R + i) * ldc + n0;
-          for (int n = 0; n < nb; ++n) out[n] = (k0 == 0 && !accumulate ? 0.0f : out[n]) + tile[n * R + i];
-        }
-      }
+      for (int64_t g = 0; g < groups; ++g)
+        bz_pairs_tile<H, NB>(xp + g * pairs * R, w_rows, pairs, c + g * R * ldc + n0, ldc,
+                             std::min<int64_t>(R, rows - g * R), nb, k0 > 0 || accumulate);
     }
   }
 }
