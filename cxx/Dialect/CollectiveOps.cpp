@@ -61,8 +61,10 @@ static LogicalResult verifyWaitOrder(Operation *start, Operation *wait) {
   for (Operation *op = start->getNextNode(); op && op != wait;
        op = op->getNextNode()) {
     Operation *other = startOfWait(op);
-    if (other && collectiveGroup(other) == group &&
-        start->isBeforeInBlock(other))
+    // A start in another block (IR that breaks dominance, reported by the
+    // dominance check) has no order against this one.
+    if (other && other->getBlock() == start->getBlock() &&
+        collectiveGroup(other) == group && start->isBeforeInBlock(other))
       return start->emitOpError("is waited for after ")
              << describeCollective(op)
              << ", which completes a later collective of the same group; a "

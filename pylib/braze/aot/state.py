@@ -36,6 +36,7 @@ from braze.errors import BrazeError
 from braze.hostops import HOST_OPS, HostContext, prepare_record
 from braze.hostops.extern import prepare_extern
 from braze.runtime.executor import KernelCall
+from braze.runtime.memory import result_allocator
 
 # Modules whose classes a program may hold; each loads without MLIR.
 _ALLOWED_MODULES = ("braze.runtime.", "braze.hostops.", "braze.symbolic")
@@ -170,7 +171,7 @@ class Reader:
         if kind == "kernels_runtime":
             return self.kernels_runtime
         if kind == "host_context":
-            return HostContext(None, body)
+            return HostContext(None, body, result_allocator(body))
         if kind == "object":
             return self._object(body)
         raise BrazeError(f"the package's program holds a value of unknown kind {kind!r}")

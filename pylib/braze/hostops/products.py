@@ -12,16 +12,32 @@ from braze.hostops.dtypes import torch_dtype
 from braze.hostops.table import op_error, prepares
 
 
+def _product_result(lhs: torch.Tensor, rhs: torch.Tensor, context) -> torch.Tensor:
+    """The memory of lhs @ rhs ([B..., M, K] x [B..., K, N]), from the context."""
+    return context.result((*lhs.shape[:-1], rhs.shape[-1]), lhs.dtype)
+
+
+def _product(function, *operands: torch.Tensor, context, **scales) -> torch.Tensor:
+    """`function(*operands)` (torch.mm, bmm or addmm; the last two operands
+    the product's) written into memory from the context, or into torch's
+    where autograd records the call (it records none with `out=`)."""
+    if torch.is_grad_enabled() and any(operand.requires_grad for operand in operands):
+        return function(*operands, **scales)
+    return function(*operands, **scales, out=_product_result(*operands[-2:], context))
+
+
 @prepares("braze.matmul")
 def matmul(op):
-    return lambda operands, context: [torch.mm(*operands)]
+    return lambda operands, context: [_product(torch.mm, *operands, context=context)]
 
 
 @prepares("braze.bmm")
 def bmm(op):
     def run(operands, context):
         lhs, rhs = operands
-        return [torch.bmm(lhs, rhs) if lhs.dim() == 3 else batched_product(lhs, rhs)]
+        if lhs.dim() == 3:
+            return [_product(torch.bmm, lhs, rhs, context=context)]
+        return [batched_product(lhs, rhs, _product_result(lhs, rhs, context))]
 
     return run
 
@@ -34,13 +50,12 @@ def _merged_from(tensor: torch.Tensor, batch_rank: int) -> int:
     return first
 
 
-def batched_product(lhs: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
-    """[B..., M, K] x [B..., K, N] over several batch dims, reading strided
-    views in place (torch.matmul would copy a batch no one stride steps
-    through): one torch.bmm over the trailing batch dims that one stride
-    steps through in every tensor, per index of the others."""
-    *batch, rows, _ = lhs.shape
-    out = torch.empty(*batch, rows, rhs.shape[-1], dtype=lhs.dtype, device=lhs.device)
+def batched_product(lhs: torch.Tensor, rhs: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """[B..., M, K] x [B..., K, N] over several batch dims into `out`,
+    reading strided views in place (torch.matmul would copy a batch no one
+    stride steps through): one torch.bmm over the trailing batch dims that
+    one stride steps through in every tensor, per index of the others."""
+    batch = lhs.shape[:-2]
     first = max(_merged_from(t, len(batch)) for t in (lhs, rhs, out))
     for index in itertools.product(*(range(size) for size in batch[:first])):
         torch.bmm(lhs[index].flatten(0, -3), rhs[index].flatten(0, -3), out=out[index].flatten(0, -3))
@@ -61,7 +76,7 @@ def addmm(op):
             scales = {"beta": int(beta), "alpha": int(alpha)}
         # torch.addmm scales and adds in its accumulator before the one rounding
         # to the element type, exactly as eager PyTorch (and nn.Linear) does.
-        return [torch.addmm(bias, lhs, rhs, **scales)]
+        return [_product(torch.addmm, bias, lhs, rhs, context=context, **scales)]
 
     return run
 

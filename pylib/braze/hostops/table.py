@@ -41,11 +41,23 @@ TORCH_FAILURES = (RuntimeError, ValueError, IndexError, TypeError, ZeroDivisionE
 
 class HostContext:
     """What a handler may ask of whoever runs it: the values of
-    `braze.parameter` ops by name, and the device new tensors go to."""
+    `braze.parameter` ops by name, the device new tensors go to, and the
+    memory of a library op's result (`result`: `empty(shape, dtype)` where
+    the runner gave one, the runtime's choice between its caching allocator
+    and torch's; else torch's)."""
 
-    def __init__(self, parameters: dict[str, Any] | None = None, device: str | torch.device = "cpu"):
+    def __init__(self, parameters: dict[str, Any] | None = None, device: str | torch.device = "cpu",
+                 empty: Callable[[tuple, torch.dtype], torch.Tensor] | None = None):
         self.parameters = dict(parameters or {})
         self.device = torch.device(device)
+        self.empty = empty
+
+    def result(self, shape, dtype: torch.dtype) -> torch.Tensor:
+        """An uninitialised contiguous tensor for a result a library op
+        writes (`out=`)."""
+        if self.empty is not None:
+            return self.empty(tuple(shape), dtype)
+        return torch.empty(shape, dtype=dtype, device=self.device)
 
 
 def prepares(*names: str) -> Callable[[Callable[[OpRecord], Prepared]], Handler]:

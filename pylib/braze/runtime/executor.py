@@ -52,6 +52,7 @@ from braze.hostops.signature import check_arguments
 from braze.op_kinds import GENERATED_OPS
 from braze.runtime import collectives, launch, trace
 from braze.runtime.arena import ArenaPlan
+from braze.runtime.memory import result_allocator
 from braze.runtime.combo import ComboCall
 from braze.runtime.control_flow import control_flow_call
 
@@ -451,7 +452,7 @@ class Program:
         self.argument_types = [type_record(t) for t in func_op.type.inputs]
         self.device = torch.device(device)
         self._build(func_op.regions[0].blocks[0], kernels_runtime, iter(kernels), iter(launches),
-                    HostContext(parameters, self.device), func_op)
+                    HostContext(parameters, self.device, result_allocator(self.device)), func_op)
         self._arguments = _ArgumentCheck(func_op, module_op, self.device)
 
     @classmethod

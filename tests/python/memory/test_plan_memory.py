@@ -141,3 +141,26 @@ def test_softmax_writes_over_its_dying_score_matrix():
     scores = 2 * 4 * 128 * 128 * 4
     assert compiled.stats["planned_peak_bytes"] < 2 * scores
     torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [128, 4], ids=["large", "small"])
+def test_library_products_write_large_results_into_cached_blocks(rows):
+    """A library GEMM writes (`out=`) a result of 128 KiB or more into a
+    block of the caching allocator, whose pages stay mapped from call to
+    call, and a smaller one into torch's memory; where autograd records the
+    call (an input requiring grad, grad mode on) torch allocates, as `out=`
+    records nothing. Every form matches eager."""
+    linear = torch.nn.Linear(256, 512)
+    x = torch.randn(rows, 256)
+    compiled = braze.compile(linear, (x,), options={"epilogue_fusion": False})
+    assert compiled.stats["gemms"] == 1 and compiled.stats["fused_gemms"] == 0
+    before = _arena_allocated()
+    with torch.no_grad():
+        out = compiled(x)
+        torch.testing.assert_close(out, linear(x), rtol=1e-5, atol=1e-5)
+    held = _arena_allocated() - before
+    assert held == (rows * 512 * 4 if rows * 512 * 4 >= 128 * 1024 else 0)
+    del out
+    assert _arena_allocated() == before
+    tracked = compiled(x.requires_grad_())
+    torch.testing.assert_close(tracked, linear(x), rtol=1e-5, atol=1e-5)
