@@ -49,6 +49,13 @@ def BrazeSimplify : Pass<"braze-simplify"> {
     (MaxViT's attention scores, `[256, 49, 49]` reshaped to
     `[2, 64, 2, 49, 1, 49]`, permuted to `[..., 49, 49, 1]` and reshaped to
     `[2, 64, 2, 49, 49]`, become one reshape the attention pass reads).
+
+    A `take` along a dim of static size n whose indices are
+    `fmod(iota + c, n)` (an iota of step 1, at most n indices, `iota start +
+    c >= 0`) rotates the dim: it becomes a slice, or two slices
+    concatenated, which kernels read in place instead of a gather on the
+    host. That is `torch.roll` as export decomposes it (Swin's shifted
+    windows).
     The patterns apply to braze ops only; like `canonicalize`, the driver
     still folds any op it visits.
   }];
@@ -63,6 +70,8 @@ def BrazeSimplify : Pass<"braze-simplify"> {
               "Batched products of a broadcast matrix made one GEMM">,
     Statistic<"numUnitPermutes", "unit-permutes",
               "Permutes of unit dims made reshapes">,
+    Statistic<"numRotations", "rotations",
+              "Takes of rotated iotas made slices">,
   ];
 }
 

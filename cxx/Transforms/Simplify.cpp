@@ -8,6 +8,8 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/Debug.h"
 
+#include <cmath>
+
 #define DEBUG_TYPE "braze-simplify"
 
 namespace braze {
@@ -161,13 +163,87 @@ struct PermuteOfUnitDims : CountedPattern<PermuteOp> {
   }
 };
 
+/// The value of an integer splat constant, if `value` is one.
+std::optional<int64_t> integerSplat(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
+                        : SplatElementsAttr();
+  if (!splat || !isa<IntegerType>(splat.getElementType()))
+    return std::nullopt;
+  return splat.getSplatValue<APInt>().getSExtValue();
+}
+
+/// take(x, fmod(iota + c, n)) along a dim of static size n, the iota of
+/// step 1 from s with s + c >= 0 and at most n indices: a rotation, which
+/// is a slice, or two slices concatenated (`torch.roll` as export
+/// decomposes it: Swin's shifted windows). Kernels read the pieces of a
+/// concat in place; a take is a gather on the host.
+struct TakeOfRotatedIota : CountedPattern<TakeOp> {
+  using CountedPattern::CountedPattern;
+  LogicalResult rewrite(TakeOp op, PatternRewriter &rewriter) const override {
+    auto indices = cast<RankedTensorType>(op.getIndices().getType());
+    auto table = cast<RankedTensorType>(op.getTable().getType());
+    int64_t dim = op.getDim();
+    int64_t size = table.getDimSize(dim);
+    if (indices.getRank() != 1 || indices.isDynamicDim(0) ||
+        ShapedType::isDynamic(size) || indices.getDimSize(0) > size ||
+        indices.getDimSize(0) == 0)
+      return failure();
+    auto fmod = op.getIndices().getDefiningOp<FmodOp>();
+    if (!fmod || integerSplat(fmod.getRhs()) != size)
+      return failure();
+    // The iota, through an optional add of a constant on either side.
+    Value base = fmod.getLhs();
+    int64_t offset = 0;
+    if (auto add = base.getDefiningOp<AddOp>()) {
+      std::optional<int64_t> constant = integerSplat(add.getRhs());
+      base = add.getLhs();
+      if (!constant) {
+        constant = integerSplat(add.getLhs());
+        base = add.getRhs();
+      }
+      if (!constant)
+        return failure();
+      offset = *constant;
+    }
+    auto iota = base.getDefiningOp<IotaOp>();
+    if (!iota || iota.getDynamicStart() || iota.getDynamicStep() ||
+        iota.getStep().convertToDouble() != 1.0 ||
+        base.getType() != op.getIndices().getType())
+      return failure();
+    double start = iota.getStart().convertToDouble();
+    if (start != std::floor(start) || start + double(offset) < 0)
+      return failure(); // fmod of a negative index is negative: out of range
+    int64_t first = (int64_t(start) + offset) % size;
+    int64_t count = indices.getDimSize(0);
+    int64_t head = std::min(count, size - first); // before the wrap
+    Location loc = op.getLoc();
+    auto piece = [&](int64_t begin, int64_t length) -> Value {
+      SmallVector<int64_t> shape(table.getShape());
+      shape[dim] = length;
+      return SliceOp::create(rewriter, loc, table.clone(shape), op.getTable(),
+                             dim, ValueRange{},
+                             ArrayRef<int64_t>{begin, begin + length, 1});
+    };
+    LLVM_DEBUG(llvm::dbgs() << "take of a rotated iota -> slices: " << op
+                            << "\n");
+    Value rotated = piece(first, head);
+    if (head < count)
+      rotated = ConcatOp::create(rewriter, loc, op.getType(),
+                                 ValueRange{rotated, piece(0, count - head)},
+                                 dim);
+    rewriter.replaceOp(op, rotated);
+    return success();
+  }
+};
+
 struct BrazeSimplifyPass
     : braze::impl::BrazeSimplifyBase<BrazeSimplifyPass> {
   using BrazeSimplifyBase::BrazeSimplifyBase;
 
   // 1. Gather the canonicalization patterns of every braze op.
-  // 2. Add the algebraic rewrites, the broadcast-matrix product and
-  //    permutes of unit dims.
+  // 2. Add the algebraic rewrites, the broadcast-matrix product, permutes
+  //    of unit dims and takes of rotated iotas.
   // 3. Run the greedy driver, which also applies every op's folder.
   void runOnOperation() override {
     MLIRContext *context = &getContext();
@@ -181,6 +257,7 @@ struct BrazeSimplifyPass
     patterns.add<AddOfNeg, SubOfNeg, MulOfNegs>(context, numAlgebraicRewrites);
     patterns.add<BmmOfBroadcastMatrix>(context, numBroadcastProducts);
     patterns.add<PermuteOfUnitDims>(context, numUnitPermutes);
+    patterns.add<TakeOfRotatedIota>(context, numRotations);
 
     GreedyRewriteConfig config;
     int64_t rounds = maxIterations;

@@ -65,3 +65,23 @@ def test_layernorm_softmax_and_rmsnorm_groups():
     first, second = text.split("braze.group ins(")[1:]
     assert first.count("braze.mean") == 2 and "braze.max" in first and "braze.sum" in first
     assert second.count("braze.mean") == 1 and "braze.rsqrt" in second
+
+
+@pytest.mark.parametrize("shifts,dims", [((-3, -3), (1, 2)), ((3, 5), (1, 2)), (-13, 2), (4, 0)],
+                         ids=["swin_shift", "back", "more_than_the_dim", "batch_dim"])
+def test_rolls_are_slices_a_kernel_reads(shifts, dims):
+    """torch.roll (Swin's shifted windows), which export decomposes into a
+    take of fmod(iota + c, n), becomes slices that the kernel reads in place
+    (braze-simplify): no gather on the host, one kernel, eager's values."""
+    from braze.testing.modules import Apply
+
+    def rolled(x):
+        return torch.roll(x, shifts, dims).relu() + 1
+
+    x = torch.randn(5, 10, 12, 4)
+    module = braze.parse(str(braze.export(Apply(rolled), (x,)).module))
+    braze.run_pipeline(module, "braze-simplify")
+    assert "braze.take" not in str(module) and "braze.slice" in str(module)
+    compiled = braze.compile(Apply(rolled), (x,))
+    assert compiled.stats["kernels"] == 1
+    torch.testing.assert_close(compiled(x), rolled(x), rtol=0, atol=0)

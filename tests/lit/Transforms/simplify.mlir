@@ -4,6 +4,7 @@
 
 // STATS: (S) 6 algebraic-rewrites
 // STATS: (S) 2 broadcast-products
+// STATS: (S) 2 rotations
 // STATS: (S) 2 unit-permutes
 // ONCE: warning: braze-simplify did not converge in 1 iterations
 
@@ -162,4 +163,60 @@ func.func @permutes_kept(%x: tensor<2x1x3xf32>, %y: tensor<?x1x?xf32>, %z: tenso
   %1 = braze.permute %y [1, 0, 2] : tensor<?x1x?xf32> -> tensor<1x?x?xf32>
   %2 = braze.permute %z [1, 0] : tensor<?x4xf32> -> tensor<4x?xf32>
   return %0, %1, %2 : tensor<3x1x2xf32>, tensor<1x?x?xf32>, tensor<4x?xf32>
+}
+
+// -----
+
+// Tests that torch.roll as export decomposes it (a take of fmod(iota + c,
+// n) along a dim of size n) becomes slices: two concatenated where the
+// rotation wraps (shift -3: indices 3..55, then 0..2), one where the iota's
+// start and the offset leave no wrap (indices 2..5 of 8).
+// CHECK-LABEL: func.func @rotations
+// CHECK-SAME: (%[[X:.*]]: tensor<2x56x4xf32>, %[[Y:.*]]: tensor<8x3xf32>)
+// CHECK-NOT: braze.take
+// CHECK-DAG: %[[HEAD:.*]] = braze.slice %[[X]] dim 1 [3 : 56 : 1] : tensor<2x56x4xf32> -> tensor<2x53x4xf32>
+// CHECK-DAG: %[[TAIL:.*]] = braze.slice %[[X]] dim 1 [0 : 3 : 1] : tensor<2x56x4xf32> -> tensor<2x3x4xf32>
+// CHECK: %[[R:.*]] = braze.concat %[[HEAD]], %[[TAIL]] dim 1 : tensor<2x53x4xf32>, tensor<2x3x4xf32> -> tensor<2x56x4xf32>
+// CHECK: %[[S:.*]] = braze.slice %[[Y]] dim 0 [2 : 6 : 1] : tensor<8x3xf32> -> tensor<4x3xf32>
+// CHECK: return %[[R]], %[[S]]
+func.func @rotations(%x: tensor<2x56x4xf32>, %y: tensor<8x3xf32>) -> (tensor<2x56x4xf32>, tensor<4x3xf32>) {
+  %n = braze.constant dense<56> : tensor<i64>
+  %c = braze.constant dense<3> : tensor<i64>
+  %iota = braze.iota start 0.000000e+00 step 1.000000e+00 : tensor<56xi64>
+  %shifted = braze.add %iota, %c : tensor<56xi64>, tensor<i64> -> tensor<56xi64>
+  %index = braze.fmod %shifted, %n : tensor<56xi64>, tensor<i64> -> tensor<56xi64>
+  %r = braze.take %x, %index dim 1 : tensor<2x56x4xf32>, tensor<56xi64> -> tensor<2x56x4xf32>
+  %eight = braze.constant dense<8> : tensor<i32>
+  %one = braze.constant dense<1> : tensor<i32>
+  %iota4 = braze.iota start 1.000000e+00 step 1.000000e+00 : tensor<4xi32>
+  %from2 = braze.add %one, %iota4 : tensor<i32>, tensor<4xi32> -> tensor<4xi32>
+  %index4 = braze.fmod %from2, %eight : tensor<4xi32>, tensor<i32> -> tensor<4xi32>
+  %s = braze.take %y, %index4 dim 0 : tensor<8x3xf32>, tensor<4xi32> -> tensor<4x3xf32>
+  return %r, %s : tensor<2x56x4xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// Tests that takes that are not rotations stay takes: a modulus other than
+// the dim's size, an iota of step 2, more indices than the dim has, and an
+// iota starting below zero (fmod keeps the sign: -1 would be out of range).
+// CHECK-LABEL: func.func @takes_kept
+// CHECK-COUNT-4: braze.take
+// CHECK-NOT: braze.slice
+func.func @takes_kept(%x: tensor<8x3xf32>) -> (tensor<8x3xf32>, tensor<4x3xf32>, tensor<10x3xf32>, tensor<8x3xf32>) {
+  %seven = braze.constant dense<7> : tensor<i64>
+  %eight = braze.constant dense<8> : tensor<i64>
+  %iota = braze.iota start 0.000000e+00 step 1.000000e+00 : tensor<8xi64>
+  %mod7 = braze.fmod %iota, %seven : tensor<8xi64>, tensor<i64> -> tensor<8xi64>
+  %a = braze.take %x, %mod7 dim 0 : tensor<8x3xf32>, tensor<8xi64> -> tensor<8x3xf32>
+  %even = braze.iota start 0.000000e+00 step 2.000000e+00 : tensor<4xi64>
+  %mod8 = braze.fmod %even, %eight : tensor<4xi64>, tensor<i64> -> tensor<4xi64>
+  %b = braze.take %x, %mod8 dim 0 : tensor<8x3xf32>, tensor<4xi64> -> tensor<4x3xf32>
+  %long = braze.iota start 0.000000e+00 step 1.000000e+00 : tensor<10xi64>
+  %wraps = braze.fmod %long, %eight : tensor<10xi64>, tensor<i64> -> tensor<10xi64>
+  %c = braze.take %x, %wraps dim 0 : tensor<8x3xf32>, tensor<10xi64> -> tensor<10x3xf32>
+  %below = braze.iota start -1.000000e+00 step 1.000000e+00 : tensor<8xi64>
+  %negative = braze.fmod %below, %eight : tensor<8xi64>, tensor<i64> -> tensor<8xi64>
+  %d = braze.take %x, %negative dim 0 : tensor<8x3xf32>, tensor<8xi64> -> tensor<8x3xf32>
+  return %a, %b, %c, %d : tensor<8x3xf32>, tensor<4x3xf32>, tensor<10x3xf32>, tensor<8x3xf32>
 }
