@@ -4,6 +4,7 @@
 #include "Dialect/BrazeOps.h"
 #include "Transforms/Passes.h"
 
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/Debug.h"
@@ -163,14 +164,13 @@ struct PermuteOfUnitDims : CountedPattern<PermuteOp> {
   }
 };
 
-/// The value of an integer splat constant, if `value` is one.
+/// The value of an integer constant (a splat braze.constant), if `value`
+/// is one.
 std::optional<int64_t> integerSplat(Value value) {
-  auto constant = value.getDefiningOp<ConstantOp>();
-  auto splat = constant ? dyn_cast<SplatElementsAttr>(constant.getValue())
-                        : SplatElementsAttr();
-  if (!splat || !isa<IntegerType>(splat.getElementType()))
+  APInt constant;
+  if (!matchPattern(value, m_ConstantInt(&constant)))
     return std::nullopt;
-  return splat.getSplatValue<APInt>().getSExtValue();
+  return constant.getSExtValue();
 }
 
 /// take(x, fmod(iota + c, n)) along a dim of static size n, the iota of

@@ -262,10 +262,16 @@ class AttentionRenderer:
         return [f"          const auto* __restrict mask_row = mask + {self._offset(3, index)};"]
 
     def _score(self) -> str:
-        """The softmax's input at key `c` of a row, from the raw score `row[c]`."""
+        """The softmax's input at key `c` of a row, from the raw score
+        `row[c]`: minus infinity at the padding past the block's `cols`."""
+        minus_infinity = f"-std::numeric_limits<{self.accumulator}>::infinity()"
+        return f"c < cols ? {self._kept_score(minus_infinity)} : {minus_infinity}"
+
+    def _kept_score(self, minus_infinity: str) -> str:
+        """The softmax's input at a key of the block: scaled (soft-capped),
+        masked."""
         a = self.a
         scaled = a.capped("row[c]", "bz_tanh", lambda value: f"({self.accumulator}){value!r}")
-        minus_infinity = f"-std::numeric_limits<{self.accumulator}>::infinity()"
         if a.causal:
             return f"(i{a.s} > i{a.l} ? {minus_infinity} : {scaled})"
         if a.mask is None:
@@ -361,7 +367,7 @@ class AttentionRenderer:
             "          #pragma omp simd reduction(max:top) reduction(|:nan) simdlen(BZ_ATTENTION_LANES)",
             "          for (int64_t c = 0; c < width; ++c) {",
             *([f"            const int64_t i{a.s} = kv0 + c;"] if a.causal else []),
-            f"            row[c] = c < cols ? {self._score()} : -std::numeric_limits<{self.accumulator}>::infinity();",
+            f"            row[c] = {self._score()};",
             "            top = row[c] > top ? row[c] : top;",
             "            nan |= row[c] != row[c];",
             "          }",
