@@ -3,6 +3,7 @@
 
     .venv/bin/python benchmarks/models/profile_braze.py MODEL [--size bench|small]
         [--sequence N] [--threads N] [--calls N] [--top K] [--json PATH] [--kernel-source]
+        [--dtype bfloat16]
 
 braze side: every step of the compiled program (`CompiledModel.compiled.
 program.steps`: a compiled kernel, a launch of several small kernels, a
@@ -129,6 +130,8 @@ def main(argv=None) -> int:
     p.add_argument("--top", type=int, default=15)
     p.add_argument("--json", default=None, help="write the rows here")
     p.add_argument("--kernel-source", action="store_true", help="print the C++ of the 3 slowest kernels")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="weights and floating inputs in this type, as run.py --dtype")
     p.add_argument("--options", default="{}", help='braze.compile options as JSON, e.g. \'{"fold_layouts": false}\'')
     a = p.parse_args(argv)
 
@@ -143,7 +146,7 @@ def main(argv=None) -> int:
     size = zoo.BENCH if a.size == "bench" else zoo.SMALL
     if a.sequence:
         size = dataclasses.replace(size, sequence=a.sequence)
-    model, args, kwargs = zoo.BY_NAME[a.model].make(size)
+    model, args, kwargs = zoo.BY_NAME[a.model].make(size, dtype=getattr(torch, a.dtype))
     with torch.no_grad():
         compiled = braze.compile(model, args, kwargs=kwargs, options=json.loads(a.options))
 
@@ -170,7 +173,7 @@ def main(argv=None) -> int:
 
     stats = {k: v for k, v in compiled.stats.items() if k != "source"}
     steps_ms = sum(r["ms"] for r in rows)
-    print(f"{a.model} ({a.size}{', sequence ' + str(a.sequence) if a.sequence else ''}): eager {plain['eager']:.2f} ms, "
+    print(f"{a.model} ({a.size}, {a.dtype}{', sequence ' + str(a.sequence) if a.sequence else ''}): eager {plain['eager']:.2f} ms, "
           f"braze {plain['braze']:.2f} ms (median of {a.calls}); braze stats: " + json.dumps(stats))
     print(f"{a.threads} thread(s). braze with step timers: mean {total * 1e3:.2f} ms per call; sum of the steps' "
           f"means {steps_ms:.2f} ms ({len(rows)} steps; sum of their minima "

@@ -168,12 +168,7 @@ def time_engines(fns, plan, torch):
 
 
 def bench_model(entry, size, engines, torch, a) -> dict:
-    model, args, kwargs = entry.make(size)
-    if a.dtype != "float32":  # the weights and every floating input (not token ids, not masks of ints)
-        dtype = getattr(torch, a.dtype)
-        model = model.to(dtype)
-        args = tuple(x.to(dtype) if torch.is_tensor(x) and x.is_floating_point() else x for x in args)
-        kwargs = {k: v.to(dtype) if torch.is_tensor(v) and v.is_floating_point() else v for k, v in kwargs.items()}
+    model, args, kwargs = entry.make(size, dtype=getattr(torch, a.dtype))
     with torch.no_grad():
         ref = model(*args, **kwargs)
     result = {"family": entry.family, "engines": {}}

@@ -81,11 +81,19 @@ class ZooModel:
     family: str  # "vision" or "text"
     build: Callable[[Size], tuple[torch.nn.Module, tuple, dict]]
 
-    def make(self, size: Size = SMALL, seed: int = 0):
-        """(model, args, kwargs) with random weights and inputs."""
+    def make(self, size: Size = SMALL, seed: int = 0, dtype: torch.dtype = torch.float32):
+        """(model, args, kwargs) with random weights and inputs; weights and
+        floating inputs in `dtype` (token ids and integer masks keep theirs)."""
         torch.manual_seed(seed)
         model, args, kwargs = self.build(size)
         _randomize_constant_weights(model)
+        if dtype != torch.float32:
+            def cast(x):
+                return x.to(dtype) if torch.is_tensor(x) and x.is_floating_point() else x
+
+            model = model.to(dtype)
+            args = tuple(cast(x) for x in args)
+            kwargs = {k: cast(v) for k, v in kwargs.items()}
         return model.eval(), args, kwargs
 
 
