@@ -12,6 +12,7 @@
 #include "Transforms/Passes.h"
 #include "Transforms/ViewFolding.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
@@ -33,19 +34,42 @@ bool isRank4(Type type) {
   return tensor && tensor.getRank() == 4;
 }
 
-/// The domain dim each index of `access` is (the access lists the kernel's
-/// index arguments, each once), or nothing.
+/// The one domain dim `index` is computed from: the dim's index argument
+/// itself, or integer arithmetic of it and constants (a pooling window's
+/// strided read `2 * h + 1`, an upsampling's `h / 2`). Nothing when it
+/// reads no dim, more than one, or anything else.
+std::optional<int64_t> domainDimOf(KernelOp kernel, Value index) {
+  Block &body = kernel.getBody().front();
+  std::optional<int64_t> dim;
+  SmallVector<Value> pending{index};
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    if (auto argument = dyn_cast<BlockArgument>(value)) {
+      if (argument.getOwner() != &body ||
+          argument.getArgNumber() >= kernel.getRank() ||
+          (dim && *dim != argument.getArgNumber()))
+        return std::nullopt;
+      dim = argument.getArgNumber();
+      continue;
+    }
+    Operation *def = value.getDefiningOp();
+    if (!def || !isa<arith::ArithDialect>(def->getDialect()))
+      return std::nullopt;
+    pending.append(def->operand_begin(), def->operand_end());
+  }
+  return dim;
+}
+
+/// The domain dim each index of `access` reads (domainDimOf), each dim
+/// once, or nothing.
 std::optional<SmallVector<int64_t>> domainDims(KernelOp kernel,
                                                OperandRange access) {
-  unsigned rank = kernel.getRank();
   SmallVector<int64_t> dims;
   for (Value index : access) {
-    auto argument = dyn_cast<BlockArgument>(index);
-    if (!argument || argument.getOwner() != &kernel.getBody().front() ||
-        argument.getArgNumber() >= rank ||
-        llvm::is_contained(dims, argument.getArgNumber()))
+    std::optional<int64_t> dim = domainDimOf(kernel, index);
+    if (!dim || llvm::is_contained(dims, *dim))
       return std::nullopt;
-    dims.push_back(argument.getArgNumber());
+    dims.push_back(*dim);
   }
   return dims;
 }
@@ -61,8 +85,9 @@ using MemoryOrders = llvm::DenseMap<Value, SmallVector<int64_t, 4>>;
 /// kernel's reads of it name the domain's dims. A convolution's result read
 /// at [d0, d1, d2, d3] (the domain in NCHW order, as lowered) gives toLast;
 /// read at [d0, d3, d1, d2] (a LayerNorm over channels after a permute to
-/// NHWC that braze-fold-layouts absorbed) the order the domain has. Where no
-/// read names the domain's dims, the input's own memory order.
+/// NHWC that braze-fold-layouts absorbed) the order the domain has; so does
+/// a max pool whose NHWC result was absorbed, read at [d0, d3, 2*d1, 2*d2].
+/// Where no read names the domain's dims, the input's own memory order.
 SmallVector<int64_t> iterationOrder(KernelOp kernel,
                                     const MemoryOrders &memory) {
   std::optional<SmallVector<int64_t>> fallback;

@@ -262,3 +262,65 @@ func.func @memory_order(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>, %g: 
   %z = braze.convolution %r, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
   return %z : tensor<2x8x14x14xf32>
 }
+
+// -----
+
+// Tests that reads at strided and offset indices name the domain's dims
+// too: a max pool whose permute to NHWC braze-fold-layouts absorbed (domain
+// N, H, W, C; reads at [n, c, 2h + dh, 2w + dw]) keeps its order, reads the
+// convolution's NHWC view, and its result goes on as it is written; the same
+// pool in NCHW order (domain N, C, H, W) is reordered to NHWC.
+// CHECK-LABEL: func.func @strided_reads
+// CHECK: %[[V:.*]] = braze.permute %{{.*}} [0, 2, 3, 1] : tensor<2x8x14x14xf32> -> tensor<2x14x14x8xf32>
+// CHECK: %[[P:.*]] = braze.kernel ins(%[[V]] : tensor<2x14x14x8xf32>) domain [2, 7, 7, 8] reduce [] : tensor<2x7x7x8xf32>
+// CHECK-NOT: braze.permute %[[P]]
+// CHECK: %[[V2:.*]] = braze.permute %{{.*}} [0, 2, 3, 1] : tensor<2x8x14x14xf32> -> tensor<2x14x14x8xf32>
+// CHECK: %[[Q:.*]] = braze.kernel ins(%[[V2]] : tensor<2x14x14x8xf32>) domain [2, 7, 7, 8] reduce [] : tensor<2x7x7x8xf32>
+// CHECK: braze.permute %[[Q]] [0, 3, 1, 2] : tensor<2x7x7x8xf32> -> tensor<2x8x7x7xf32>
+func.func @strided_reads(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> (tensor<2x7x7x8xf32>, tensor<2x8x7x7xf32>) {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %p = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 7, 7, 8] reduce [] : tensor<2x7x7x8xf32> {
+  ^bb0(%n: index, %h: index, %ww: index, %c: index, %e0: index, %e1: index, %e2: index, %e3: index, %t: tensor<2x8x14x14xf32>):
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %h2 = arith.muli %h, %c2 : index
+    %w2 = arith.muli %ww, %c2 : index
+    %h3 = arith.addi %h2, %c1 : index
+    %w3 = arith.addi %w2, %c1 : index
+    %a = tensor.extract %t[%n, %c, %h2, %w2] : tensor<2x8x14x14xf32>
+    %b = tensor.extract %t[%n, %c, %h3, %w3] : tensor<2x8x14x14xf32>
+    %m = arith.maximumf %a, %b : f32
+    braze.store %m, 0 [%n, %h, %ww, %c] : f32
+  }
+  %q = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 8, 7, 7] reduce [] : tensor<2x8x7x7xf32> {
+  ^bb0(%n: index, %c: index, %h: index, %ww: index, %e0: index, %e1: index, %e2: index, %e3: index, %t: tensor<2x8x14x14xf32>):
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %h2 = arith.muli %h, %c2 : index
+    %w2 = arith.muli %ww, %c2 : index
+    %h3 = arith.addi %h2, %c1 : index
+    %a = tensor.extract %t[%n, %c, %h2, %w2] : tensor<2x8x14x14xf32>
+    %b = tensor.extract %t[%n, %c, %h3, %w2] : tensor<2x8x14x14xf32>
+    %m = arith.maximumf %a, %b : f32
+    braze.store %m, 0 [%n, %c, %h, %ww] : f32
+  }
+  return %p, %q : tensor<2x7x7x8xf32>, tensor<2x8x7x7xf32>
+}
+
+// -----
+
+// Tests that an index computed from two of the domain's dims names none:
+// with no read naming the dims, the kernel takes the input's memory order
+// (NHWC), as a kernel in NCHW order would.
+// CHECK-LABEL: func.func @mixed_index
+// CHECK: braze.kernel ins(%{{.*}} : tensor<2x14x14x8xf32>) domain [2, 7, 8, 7] reduce [] : tensor<2x7x8x7xf32>
+func.func @mixed_index(%x: tensor<2x8x14x14xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<2x7x7x8xf32> {
+  %y = braze.convolution %x, %w stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<2x8x14x14xf32>, tensor<8x8x1x1xf32> -> tensor<2x8x14x14xf32>
+  %p = braze.kernel ins(%y : tensor<2x8x14x14xf32>) domain [2, 7, 7, 8] reduce [] : tensor<2x7x7x8xf32> {
+  ^bb0(%n: index, %h: index, %ww: index, %c: index, %e0: index, %e1: index, %e2: index, %e3: index, %t: tensor<2x8x14x14xf32>):
+    %hw = arith.addi %h, %ww : index
+    %a = tensor.extract %t[%n, %c, %hw, %ww] : tensor<2x8x14x14xf32>
+    braze.store %a, 0 [%n, %h, %ww, %c] : f32
+  }
+  return %p : tensor<2x7x7x8xf32>
+}
