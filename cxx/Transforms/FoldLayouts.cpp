@@ -342,13 +342,17 @@ struct FoldLayoutsPass
     // 3. GEMM operands a BLAS cannot read in place, every other reshape
     //    that would copy, and concats read whole by something other than a
     //    kernel become copy kernels.
-    // 4. Concats and views nothing reads any more are erased.
+    // 4. Concats and views nothing reads any more are erased (also after
+    //    step 2).
     func::FuncOp func = getOperation();
     SmallVector<BmmOp> products;
     func.walk([&](BmmOp bmm) { products.push_back(bmm); });
     for (BmmOp bmm : products)
       foldBatches(bmm);
     func.walk([&](KernelOp kernel) { numFoldedViews += foldViewsIntoKernel(kernel); });
+    // What kernels no longer read (a padded max pool's slices of its padded
+    // input) must not keep a concat read whole in step 3.
+    eraseUnread(func);
     SmallVector<Operation *> gemms;
     func.walk([&](Operation *op) {
       if (isa<MatmulOp, BmmOp, AddmmOp>(op))
@@ -377,8 +381,12 @@ struct FoldLayoutsPass
     }
     for (ConcatOp concat : concatsToCopy(func))
       copyConcat(concat);
-    // Concats every reader of which now reads their pieces, and views
-    // (readers first: a concat of a concat, a view of a view).
+    eraseUnread(func);
+  }
+
+  /// Erases the concats and views nothing reads (any more), readers first:
+  /// a concat of a concat, a view of a view.
+  static void eraseUnread(func::FuncOp func) {
     SmallVector<Operation *> views;
     func.walk([&](Operation *op) {
       if (isView(op) || isa<ConcatOp>(op))

@@ -496,3 +496,34 @@ func.func @many_windows(%q: tensor<2x8x5x2x4xf32>, %k: tensor<2x8x5x2x4xf32>) ->
   %s = braze.bmm %qm, %km : tensor<32x5x4xf32>, tensor<32x4x5xf32> -> tensor<32x5x5xf32>
   return %s : tensor<32x5x5xf32>
 }
+
+// -----
+
+// Tests a max pool with padding as it is lowered: -inf concatenated around
+// its input (a concat of a concat), read at strided slices. The pool reads
+// the input and the constant in place; once it does, the slices are not
+// read, so neither concat is read whole and no copy kernel makes one.
+// CHECK-LABEL: func.func @padded_pool
+// CHECK: braze.constant
+// CHECK-NEXT: braze.kernel ins(%{{.*}}, %{{.*}} : tensor<f32>, tensor<1x2x4x4xf32>) domain [1, 2, 2, 2]
+// CHECK-NOT: braze.kernel
+// CHECK: return
+func.func @padded_pool(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32> {
+  %ninf = braze.constant dense<0xFF800000> : tensor<f32>
+  %top = braze.expand %ninf : tensor<f32> -> tensor<1x2x1x4xf32>
+  %rows = braze.concat %top, %x dim 2 : tensor<1x2x1x4xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x5x4xf32>
+  %left = braze.expand %ninf : tensor<f32> -> tensor<1x2x5x1xf32>
+  %padded = braze.concat %left, %rows dim 3 : tensor<1x2x5x1xf32>, tensor<1x2x5x4xf32> -> tensor<1x2x5x5xf32>
+  %a0 = braze.slice %padded dim 2 [0 : 4 : 2] : tensor<1x2x5x5xf32> -> tensor<1x2x2x5xf32>
+  %a = braze.slice %a0 dim 3 [0 : 4 : 2] : tensor<1x2x2x5xf32> -> tensor<1x2x2x2xf32>
+  %b0 = braze.slice %padded dim 2 [1 : 5 : 2] : tensor<1x2x5x5xf32> -> tensor<1x2x2x5xf32>
+  %b = braze.slice %b0 dim 3 [1 : 5 : 2] : tensor<1x2x2x5xf32> -> tensor<1x2x2x2xf32>
+  %m = braze.kernel ins(%a, %b : tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) domain [1, 2, 2, 2] reduce [] : tensor<1x2x2x2xf32> {
+  ^bb0(%i0: index, %i1: index, %i2: index, %i3: index, %e0: index, %e1: index, %e2: index, %e3: index, %p: tensor<1x2x2x2xf32>, %q: tensor<1x2x2x2xf32>):
+    %u = tensor.extract %p[%i0, %i1, %i2, %i3] : tensor<1x2x2x2xf32>
+    %v = tensor.extract %q[%i0, %i1, %i2, %i3] : tensor<1x2x2x2xf32>
+    %r = arith.maximumf %u, %v : f32
+    braze.store %r, 0 [%i0, %i1, %i2, %i3] : f32
+  }
+  return %m : tensor<1x2x2x2xf32>
+}
