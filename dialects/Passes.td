@@ -538,23 +538,30 @@ def BrazeInlineKernels : Pass<"braze-inline-kernels", "::mlir::func::FuncOp"> {
     consumer reads it directly; a layout op between them (a concat, a
     slice, a permute) keeps them apart. Once braze-fold-layouts has folded
     that op into the consumer's index map, the producer is a kernel whose
-    result the consumer reads at some index: rotary embeddings' `-x[...,
+    result the consumer reads at some indices: rotary embeddings' `-x[...,
     d/2:]`, one kernel, read by the rotary kernel through rotate_half's
-    concat. This pass evaluates the producer's body at the consumer's read
-    instead, so the value never goes through memory and the launch is gone:
+    concat; a convolution's ReLU, read by the max pool after it at the nine
+    strided slices of its window. This pass evaluates the producer's body
+    at the consumer's reads instead, so the value never goes through memory
+    and the launch is gone:
 
     - the producer has one result, stored once at the point's own indices,
       no reduction dims, and reads no dynamic extent in its body;
-    - its result has one use, a kernel input that one `tensor.extract`
-      reads;
-    - the consumer has at most `max-evaluations` times the producer's
-      points (static extents multiplied, dynamic ones compared as values),
-      so no point of the producer is computed more than that many times
-      over: a select between rotate_half's halves computes the negated half
-      at every point, twice its points.
+    - its result has one use, a kernel input that only `tensor.extract` ops
+      read;
+    - the reads times the consumer's points are at most `max-evaluations`
+      times the producer's points (static extents multiplied, dynamic ones
+      compared as values), so on average no point of the producer is
+      computed more than that many times over: a select between
+      rotate_half's halves computes the negated half at every point, twice
+      its points; a 3x3 max pool at stride 2 computes the ReLU 2.25 times;
+    - the roofline of braze's cost model (CostModel.h, its default machine:
+      100 GB/s, 1 Tflop/s) says the evaluations beyond one per point take
+      less time than the result takes to be written and read once: a cheap
+      body is recomputed, a long chain of math read many times is not.
 
     The producer's inputs become the consumer's (each tensor once), its
-    body is cloned in front of the read with its indices the read's, and
+    body is cloned in front of each read with its indices the read's, and
     the producer is erased.
 
     ```mlir
@@ -577,8 +584,8 @@ def BrazeInlineKernels : Pass<"braze-inline-kernels", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::braze::BrazeDialect", "::mlir::arith::ArithDialect",
                            "::mlir::tensor::TensorDialect"];
   let options = [
-    Option<"maxEvaluations", "max-evaluations", "int64_t", "2",
-           "Inline only into a consumer with at most this many times the producer's points">,
+    Option<"maxEvaluations", "max-evaluations", "int64_t", "9",
+           "Inline only where the reads times the consumer's points are at most this many times the producer's points (9: a 3x3 window at stride 1)">,
   ];
   let statistics = [
     Statistic<"numInlined", "inlined-kernels", "Kernels computed inside their reader">,

@@ -25,21 +25,10 @@ int64_t dim(Value value, int64_t fromEnd) {
   return ShapedType::isDynamic(size) ? 1 : size;
 }
 
-/// Arithmetic of a kernel's scalar body (not index arithmetic, constants or
-/// loads) at every point of its domain.
+/// Arithmetic of a kernel's body at every point of its domain.
 double kernelFlops(KernelOp kernel) {
-  int64_t perPoint = 0;
-  for (Operation &op : kernel.getBody().front()) {
-    StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
-    bool arithmetic = dialect == "arith" || dialect == "math" ||
-                      op.getName().getStringRef().starts_with("braze.reduce");
-    if (!arithmetic || isa<arith::ConstantOp>(op) ||
-        llvm::any_of(op.getResultTypes(),
-                     [](Type type) { return type.isIndex(); }))
-      continue;
-    ++perPoint;
-  }
-  return static_cast<double>(perPoint) * points(kernel.getStaticDomain());
+  return static_cast<double>(pointFlops(kernel)) *
+         points(kernel.getStaticDomain());
 }
 
 /// 2 flops per multiply-add of a GEMM; 0 for other ops.
@@ -68,6 +57,21 @@ double tensorsBytes(Operation *op) {
   return static_cast<double>(bytes);
 }
 } // namespace
+
+int64_t braze::pointFlops(KernelOp kernel) {
+  int64_t flops = 0;
+  for (Operation &op : kernel.getBody().front()) {
+    StringRef dialect = op.getDialect() ? op.getDialect()->getNamespace() : "";
+    bool arithmetic = dialect == "arith" || dialect == "math" ||
+                      op.getName().getStringRef().starts_with("braze.reduce");
+    if (!arithmetic || isa<arith::ConstantOp>(op) ||
+        llvm::any_of(op.getResultTypes(),
+                     [](Type type) { return type.isIndex(); }))
+      continue;
+    ++flops;
+  }
+  return flops;
+}
 
 int64_t braze::tensorBytes(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);

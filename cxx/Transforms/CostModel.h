@@ -12,6 +12,8 @@
 #ifndef BRAZE_TRANSFORMS_COSTMODEL_H
 #define BRAZE_TRANSFORMS_COSTMODEL_H
 
+#include "Dialect/BrazeOps.h"
+
 #include "mlir/IR/Operation.h"
 
 namespace braze {
@@ -28,6 +30,10 @@ struct Machine {
 /// Bytes of a ranked tensor of int or float elements (dynamic dims as 1);
 /// 0 for any other type.
 int64_t tensorBytes(mlir::Type type);
+
+/// Arithmetic of a kernel's scalar body at one point of its domain (not
+/// index arithmetic, constants or loads).
+int64_t pointFlops(KernelOp kernel);
 
 /// Seconds `op` computes for: 0 for views, constants and parameters; a
 /// kernel's (or combo's) body arithmetic times its domain; a GEMM's

@@ -1,15 +1,18 @@
 //===- InlineKernels.cpp - the braze-inline-kernels pass ------------------===//
 //
 // Computes a pointwise kernel's value inside the one kernel that reads it,
-// where the read was hidden from braze-fuse-pointwise by a layout op that
+// where the reads were hidden from braze-fuse-pointwise by layout ops that
 // braze-fold-layouts has since folded (rotary embeddings' negated half,
-// behind the concat of rotate_half).
+// behind the concat of rotate_half; a ReLU read by a max pool through the
+// strided slices of its window).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Dialect/BrazeDialect.h"
 #include "Dialect/BrazeOps.h"
+#include "Transforms/CostModel.h"
 #include "Transforms/KernelEdits.h"
+#include "Transforms/ScalarLowering.h"
 #include "Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -61,59 +64,79 @@ bool isInlinable(KernelOp producer) {
   return true;
 }
 
-/// The read of `producer`'s result to inline: the one use of the result is
-/// a kernel input that one tensor.extract reads, in a kernel with at most
-/// `maxEvaluations` times the producer's points (each of its points then
-/// computes the value once). Sets `consumer` and `number`.
-tensor::ExtractOp readToInline(KernelOp producer, int64_t maxEvaluations,
-                               KernelOp &consumer, unsigned &number) {
+/// The reads of `producer`'s result to inline: the one use of the result is
+/// a kernel input that only tensor.extract ops read, in a kernel where
+/// computing the producer's value at every read evaluates each of its
+/// points at most `maxEvaluations` times on average, and where the roofline
+/// (CostModel's machine) says the evaluations beyond one per point take less
+/// time than the result's trip through memory (written once, read once).
+/// Sets `consumer` and `number`; empty where the producer stays.
+SmallVector<tensor::ExtractOp> readsToInline(KernelOp producer,
+                                             int64_t maxEvaluations,
+                                             KernelOp &consumer,
+                                             unsigned &number) {
   Value result = producer->getResult(0);
   if (!result.hasOneUse())
-    return nullptr;
+    return {};
   OpOperand &use = *result.use_begin();
   consumer = dyn_cast<KernelOp>(use.getOwner());
   if (!consumer)
-    return nullptr;
+    return {};
   // (A tensor is only ever one of the inputs, never a dynamic extent.)
   number = use.getOperandNumber() - consumer.getInputs().getBeginOperandIndex();
-  BlockArgument argument = consumer.getInputArgument(number);
-  if (!argument.hasOneUse())
-    return nullptr;
-  auto read = dyn_cast<tensor::ExtractOp>(*argument.getUsers().begin());
+  SmallVector<tensor::ExtractOp> reads;
+  for (Operation *user : consumer.getInputArgument(number).getUsers()) {
+    auto read = dyn_cast<tensor::ExtractOp>(user);
+    if (!read)
+      return {};
+    reads.push_back(read);
+  }
   DomainSize produced(producer), consumed(consumer);
-  if (!read || produced.dynamic != consumed.dynamic ||
-      consumed.fixed > maxEvaluations * produced.fixed)
-    return nullptr;
-  return read;
+  // Per value of the dynamic extents, which both domains share.
+  double evaluations = static_cast<double>(reads.size()) * consumed.fixed;
+  if (reads.empty() || produced.dynamic != consumed.dynamic ||
+      evaluations > static_cast<double>(maxEvaluations) * produced.fixed)
+    return {};
+  Machine machine;
+  double recomputing = (evaluations - produced.fixed) * pointFlops(producer) /
+                       machine.peakFlops;
+  double roundTrip = 2.0 * tensorBytes(result.getType()) / machine.memoryBandwidth;
+  if (recomputing > roundTrip)
+    return {};
+  return reads;
 }
 
-/// Replaces `read` (of `consumer`'s input `number`, the result of
+/// Replaces each of `reads` (of `consumer`'s input `number`, the result of
 /// `producer`) by the producer's body evaluated at the read's indices; the
 /// producer's inputs become the consumer's.
-void inlineRead(KernelOp producer, KernelOp consumer, unsigned number,
-                tensor::ExtractOp read) {
+void inlineReads(KernelOp producer, KernelOp consumer, unsigned number,
+                 ArrayRef<tensor::ExtractOp> reads) {
   Block &from = producer.getBody().front(), &to = consumer.getBody().front();
   Location loc = consumer.getLoc();
-  OpBuilder builder(read);
-  IRMapping mapping;
-  for (auto [dim, extent] : llvm::enumerate(producer.getStaticDomain())) {
-    mapping.map(producer.getIndex(dim), read.getIndices()[dim]);
-    if (!ShapedType::isDynamic(extent) && !producer.getExtent(dim).use_empty())
-      mapping.map(producer.getExtent(dim),
-                  arith::ConstantIndexOp::create(builder, loc, extent));
-  }
+  IRMapping inputs;
   for (auto [input, value] : llvm::enumerate(producer.getInputs())) {
-    mapping.map(producer.getInputArgument(input),
-                to.addArgument(value.getType(), loc));
+    inputs.map(producer.getInputArgument(input),
+               to.addArgument(value.getType(), loc));
     consumer.getInputsMutable().append(value);
   }
-  for (Operation &op : from) {
-    if (auto store = dyn_cast<StoreOp>(op))
-      read.replaceAllUsesWith(mapping.lookup(store.getValue()));
-    else
-      builder.clone(op, mapping);
+  for (tensor::ExtractOp read : reads) {
+    OpBuilder builder(read);
+    IRMapping mapping = inputs;
+    for (auto [dim, extent] : llvm::enumerate(producer.getStaticDomain())) {
+      mapping.map(producer.getIndex(dim), read.getIndices()[dim]);
+      if (!ShapedType::isDynamic(extent) && !producer.getExtent(dim).use_empty())
+        mapping.map(producer.getExtent(dim),
+                    arith::ConstantIndexOp::create(builder, loc, extent));
+    }
+    for (Operation &op : from) {
+      if (auto store = dyn_cast<StoreOp>(op))
+        read.replaceAllUsesWith(mapping.lookup(store.getValue()));
+      else
+        builder.clone(op, mapping);
+    }
+    read.erase();
   }
-  read.erase();
+  dropExactRoundings(to);
   to.eraseArgument(consumer.getInputArgument(number).getArgNumber());
   consumer.getInputsMutable().erase(number);
   mergeRepeatedInputs(consumer);
@@ -132,9 +155,10 @@ struct BrazeInlineKernelsPass
       unsigned number;
       if (!isInlinable(producer))
         continue;
-      if (tensor::ExtractOp read =
-              readToInline(producer, maxEvaluations, consumer, number)) {
-        inlineRead(producer, consumer, number, read);
+      SmallVector<tensor::ExtractOp> reads =
+          readsToInline(producer, maxEvaluations, consumer, number);
+      if (!reads.empty()) {
+        inlineReads(producer, consumer, number, reads);
         ++numInlined;
       }
     }

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -344,3 +345,49 @@ void braze::computeHalvesInF32(Block &body,
       op.erase();
 }
 
+namespace {
+/// Whether `value` (a float) is exactly a value of `narrow`.
+bool holdsExactly(Value value, Type narrow, unsigned depth = 0) {
+  if (depth > 16)
+    return false;
+  if (auto extend = value.getDefiningOp<arith::ExtFOp>())
+    return extend.getIn().getType() == narrow;
+  FloatAttr constant;
+  if (matchPattern(value, m_Constant(&constant))) {
+    bool lost = false;
+    APFloat converted = constant.getValue();
+    converted.convert(cast<FloatType>(narrow).getFloatSemantics(),
+                      APFloat::rmNearestTiesToEven, &lost);
+    return !lost;
+  }
+  Operation *op = value.getDefiningOp();
+  if (!op)
+    return false;
+  if (isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+          arith::MinNumFOp, arith::NegFOp, math::AbsFOp>(op))
+    return llvm::all_of(op->getOperands(), [&](Value operand) {
+      return holdsExactly(operand, narrow, depth + 1);
+    });
+  if (auto select = dyn_cast<arith::SelectOp>(op))
+    return holdsExactly(select.getTrueValue(), narrow, depth + 1) &&
+           holdsExactly(select.getFalseValue(), narrow, depth + 1);
+  return false;
+}
+} // namespace
+
+void braze::dropExactRoundings(Block &body) {
+  SmallVector<arith::ExtFOp> exact;
+  body.walk([&](arith::ExtFOp extend) {
+    auto round = extend.getIn().getDefiningOp<arith::TruncFOp>();
+    if (round && round.getIn().getType() == extend.getType() &&
+        holdsExactly(round.getIn(), round.getType()))
+      exact.push_back(extend);
+  });
+  for (arith::ExtFOp extend : exact) {
+    auto round = extend.getIn().getDefiningOp<arith::TruncFOp>();
+    extend.replaceAllUsesWith(round.getIn());
+    extend.erase();
+    if (round.use_empty())
+      round.erase();
+  }
+}

@@ -54,6 +54,14 @@ inline bool isHalf(mlir::Type type) { return type.isF16() || type.isBF16(); }
 /// (braze.store, braze.gemm_yield) is written as; null for any other use.
 void computeHalvesInF32(mlir::Block &body,
                         llvm::function_ref<mlir::Type(mlir::OpOperand &)> storedAs);
+
+/// Drops the rounding of `arith.extf(arith.truncf(v))` in `body` where v is
+/// a value of the narrow type already (a widened half, a maximum, minimum,
+/// select, negation or absolute value of such values, a constant the narrow
+/// type holds exactly): a ReLU's bf16 result computed inside the max pool
+/// that reads it (braze-inline-kernels) needs no rounding. Same values; a
+/// NaN keeps its payload instead of being made quiet.
+void dropExactRoundings(mlir::Block &body);
 } // namespace braze
 
 #endif // BRAZE_TRANSFORMS_SCALARLOWERING_H

@@ -506,3 +506,38 @@ def test_attention_under_torch_compile_is_one_library_op_in_inference(imported_g
     assert not graph.externs, graph.externs
     assert "braze.attention" in str(graph.module)
     torch.testing.assert_close(got, model(q, k, v, mask), rtol=1e-5, atol=1e-5)
+
+
+class Stem(nn.Module):
+    """A CNN's stem: convolution, (batch norm,) ReLU, 3x3 max pool at
+    stride 2 (SqueezeNet's without the norm, ResNet's with it and padding)."""
+
+    def __init__(self, norm: bool):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2)
+        self.norm = nn.BatchNorm2d(8) if norm else nn.Identity()
+        self.padding = int(norm)
+        if norm:
+            with torch.no_grad():
+                self.norm.running_mean.normal_(0, 0.5)
+                self.norm.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        return F.max_pool2d(F.relu(self.norm(self.conv(x))), 3, 2, self.padding)
+
+
+@pytest.mark.parametrize("norm", [False, True], ids=["relu", "batch_norm_relu"])
+@pytest.mark.parametrize("dtype,tolerance", [(torch.float32, 1e-5), (torch.bfloat16, 2e-2)])
+def test_a_stem_pools_in_channels_last_order_with_its_activation(norm, dtype, tolerance):
+    """The activation after the convolution is computed inside the max pool
+    that reads it at the nine points of its window (braze-inline-kernels),
+    and the pool walks the convolution's channels-last result in NHWC order
+    (braze-channels-last): one kernel, no permuted reads."""
+    model = Stem(norm).eval().to(dtype)
+    x = torch.randn(2, 3, 23, 23).to(dtype)
+    compiled = braze.compile(model, (x,))
+    assert compiled.stats["kernels"] == 1 and compiled.stats["convolutions"] == 1
+    pooled = 6 if norm else 5
+    assert f"domain [2, {pooled}, {pooled}, 8]" in str(compiled.module)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=tolerance, atol=tolerance)
