@@ -319,8 +319,10 @@ def test_soft_capped_scores_are_one_attention(dtype, flash):
     options = {"flash_attention_halves": True} if flash else {"flash_attention": False}
     compiled = braze.compile(model, (q, k, v, mask), options=options)
     assert compiled.stats["attentions"] == 1 and compiled.stats["flash_attentions"] == int(flash)
-    expected = model(q, k, v, mask)
-    assert torch.isnan(expected[:, :, 5]).all()
+    # Eager in f32, rounded: eager's own bf16 product of the probabilities
+    # and v on an AMX CPU (oneDNN) makes the row beside the NaN row NaN too.
+    expected = model(q.float(), k.float(), v.float(), mask.float()).to(dtype)
+    assert torch.isnan(expected[:, :, 5]).all() and not torch.isnan(expected[:, :, 4]).any()
     _assert_matches(compiled(q, k, v, mask), expected, 2e-5 if dtype == torch.float32 else 3e-2)
     uncapped = torch.softmax(q.float() @ k.float().transpose(-2, -1) * 0.25 + mask.float(), -1) @ v.float()
     assert (uncapped.nan_to_num() - expected.float().nan_to_num()).abs().max() > 0.1  # the cap matters here

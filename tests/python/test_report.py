@@ -201,6 +201,7 @@ def test_report_changes_nothing_compiled(private_cache, tmp_path):
 
 
 def test_torch_compile_writes_a_report_per_graph(tmp_path):
+    need_program("dot")
     torch._dynamo.reset()
     function = torch.compile(lambda x: torch.softmax(x, -1) * 2, backend="braze",
                              options={"report": str(tmp_path)})
