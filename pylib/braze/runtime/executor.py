@@ -324,9 +324,10 @@ class _ConvolutionCall(_HostCall):
     """A convolution through torch (oneDNN, cuDNN), in the memory format the
     op asks for: the input converted to it per call (unless it is in it
     already), a constant weight once, here; the result stays in it. A 2-D
-    float32 convolution on the CPU with a constant weight and static sizes
-    runs on the weight reordered once, here, into oneDNN's blocked layout
-    (`_prepacked_convolution`): aten.convolution reorders it on every call."""
+    floating-point convolution on the CPU with a constant weight and static
+    sizes runs on the weight reordered once, here, into oneDNN's blocked
+    layout (`_prepacked_convolution`): aten.convolution reorders it on every
+    call."""
 
     def __init__(self, op, slots: dict, context: HostContext, template: dict):
         super().__init__(op, slots, context)
@@ -352,17 +353,24 @@ class _ConvolutionCall(_HostCall):
         env[self.results[0]] = result
 
 
+# The types a convolution runs prepacked in, and how close its probe must
+# come to aten.convolution's (a few of the type's roundings: oneDNN may add
+# in another order on the blocked layout).
+PREPACKED_TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2e-2, torch.float16: 4e-3}
+
+
 def _prepacked_convolution(record, weight, arguments, layout) -> Callable | None:
     """(input, bias) -> result through oneDNN's convolution on `weight`
     reordered once into its blocked layout, where that applies: a 2-D,
-    not transposed, float32 convolution on the CPU, channels-last, with a
-    constant weight and static sizes (the layout depends on the input's
-    size). Checked here against aten.convolution on one input; None where
-    it does not apply or the check fails (then aten.convolution runs)."""
+    not transposed, float32, bf16 or f16 convolution on the CPU,
+    channels-last, with a constant weight and static sizes (the layout
+    depends on the input's size). Checked here against aten.convolution on
+    one input (to within a rounding of the type); None where it does not
+    apply or the check fails (then aten.convolution runs)."""
     stride, padding, dilation, transposed, _, groups = arguments
     input_type = record.operand_types[0]
     if (weight is None or layout is not torch.channels_last or transposed or weight.device.type != "cpu"
-            or weight.dtype != torch.float32 or None in input_type.shape
+            or weight.dtype not in PREPACKED_TOLERANCE or None in input_type.shape
             or not torch.backends.mkldnn.is_available()):
         return None
     try:
@@ -374,14 +382,16 @@ def _prepacked_convolution(record, weight, arguments, layout) -> Callable | None
                 x, packed, bias, padding, stride, dilation, groups, "none", [], "")
 
         numbers = torch.Generator().manual_seed(0)  # not the user's random state
-        probe = torch.randn(input_type.shape, generator=numbers).contiguous(memory_format=layout)
-        bias = torch.randn(weight.shape[0], generator=numbers) if len(record.operand_types) > 2 else None
+        probe = torch.randn(input_type.shape, generator=numbers).to(weight.dtype).contiguous(memory_format=layout)
+        bias = (torch.randn(weight.shape[0], generator=numbers).to(weight.dtype)
+                if len(record.operand_types) > 2 else None)
         got = run(probe, bias)
         want = torch.ops.aten.convolution.default(probe, weight, bias, *arguments)
     except RuntimeError:  # this torch's oneDNN does not run it
         return None
+    tolerance = PREPACKED_TOLERANCE[weight.dtype]
     if got.shape != want.shape or not got.is_contiguous(memory_format=layout) or not torch.allclose(
-            got, want, rtol=1e-4, atol=1e-4 * float(want.abs().max())):
+            got, want, rtol=tolerance, atol=tolerance * float(want.abs().max())):
         return None
     return run
 

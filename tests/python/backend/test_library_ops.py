@@ -1,6 +1,7 @@
 """Convolutions, inference batch norm and extern calls through the CPU
 backend, against eager PyTorch."""
 
+import copy
 import warnings
 
 import pytest
@@ -118,6 +119,19 @@ def test_prepacked_convolutions(name):
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), module(x), rtol=1e-4, atol=1e-5)
     assert _prepacked(compiled) == [name.startswith("conv2d")]
+
+
+@pytest.mark.parametrize("name", ["conv2d_dilated", "conv2d_grouped", "conv2d_depthwise"])
+def test_prepacked_half_convolutions(name):
+    """bf16 2-D convolutions run on a prepacked weight too, and match
+    eager (within bf16's rounding: oneDNN may add in another order)."""
+    module, shape = CONVOLUTIONS[name]
+    module = copy.deepcopy(module).eval().to(torch.bfloat16)
+    x = torch.randn(shape).to(torch.bfloat16)
+    compiled = braze.compile(module, (x,))
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), module(x), rtol=2e-2, atol=2e-2)
+    assert _prepacked(compiled) == [True]
 
 
 def test_prepacked_convolution_static_sizes_only():
