@@ -270,13 +270,18 @@ def _window_inputs(batch, dtype, seed=0):
     return q, k, v, bias, windows
 
 
+@pytest.mark.parametrize("flash", [True, False], ids=["flash_kernel", "library"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_shifted_window_masks_are_summed_into_one_attention(dtype):
+def test_shifted_window_masks_are_summed_into_one_attention(dtype, flash):
     """The attention runs over [B, nW, H] and reads bias + window mask (one
-    [1, nW, H, N, N] tensor); the products and the softmax are gone."""
+    [1, nW, H, N, N] tensor); the products and the softmax are gone. In the
+    generated kernel and in the library's (SDPA over [B, nW * H], the mask
+    joined alike)."""
     args = _window_inputs(2, dtype)
-    compiled = braze.compile(_shifted_windows, args)
+    options = {"flash_attention_halves": True} if flash else {"flash_attention": False}
+    compiled = braze.compile(_shifted_windows, args, options=options)
     assert compiled.stats["attentions"] == 1 and compiled.stats["gemms"] == 0
+    assert compiled.stats["flash_attentions"] == int(flash)
     expected = _shifted_windows(*args)
     assert torch.isnan(expected[2::4, :, 5]).all()
     _assert_matches(compiled(*args), expected, 2e-5 if dtype == torch.float32 else 3e-2)
