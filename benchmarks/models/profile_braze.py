@@ -47,7 +47,7 @@ def describe(run, env_shapes) -> tuple[str, str]:
         return "kernel", f"{run.name} domain {dom} in [{ins}] out [{outs}] @ {run.location}"
     if kind == "_LaunchCall":
         return "launch (small kernels)", run.name
-    if hasattr(run, "handler"):  # _HostCall and its subclasses (_ConvolutionCall)
+    if hasattr(run, "record") and hasattr(run, "results"):  # _HostCall and its subclasses (_ConvolutionCall)
         ins = ", ".join(env_shapes.get(s, "?") for s in run.operands)
         outs = ", ".join(env_shapes.get(s, "?") for s in run.results)
         layout = f" layout {run.layout}" if getattr(run, "layout", None) is not None else ""
