@@ -240,7 +240,10 @@ def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> 
     GEMM; 512 keys per block keep the `q_block x kv_block` f32 scores
     (256 KiB) in L2. f16/bf16 attentions stay library calls unless
     `halves=true`: PyTorch's kernel (AMX GEMMs and a faster, less exact
-    exp) ran them 1.3-1.7x faster than the generated one at 1 thread.
+    exp) ran them 1.3-1.7x faster than the generated one at 1 thread. A
+    soft-capped one is lowered in any type: the library has no fused
+    soft-capped attention, and its realisation writes the f32 scores out
+    (Gemma 2 in bf16 on an AMX Xeon: see benchmarks/RESULTS.md).
 
     `group-heads=true` (the CPU target's) marks a decode step's
     grouped-query attention (one query row, no causal mask, a mask the same

@@ -38,7 +38,10 @@ struct BrazeLowerAttentionPass
     OpBuilder builder(&getContext());
     for (AttentionOp op : attentions) {
       auto query = cast<RankedTensorType>(op.getQuery().getType());
-      if (!halves && query.getElementType().getIntOrFloatBitWidth() == 16) {
+      // The library has no soft-capped attention (its realisation spells
+      // the scores out in f32), so a capped one is lowered in any type.
+      if (!halves && !op.getSoftcap() &&
+          query.getElementType().getIntOrFloatBitWidth() == 16) {
         if (remarks)
           op->emitRemark("braze.attention kept: f16/bf16 attention stays the "
                          "library's (halves=false)");

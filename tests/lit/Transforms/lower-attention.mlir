@@ -99,3 +99,15 @@ func.func @not_grouped(%q: tensor<2x8x1x64xf32>, %q2: tensor<2x8x3x64xf32>, %k: 
   %plain = braze.attention %q, %k8, %k8 : tensor<2x8x1x64xf32>, tensor<2x8x300x64xf32>, tensor<2x8x300x64xf32> -> tensor<2x8x1x64xf32>
   return %rows, %causal, %per_head, %same_heads, %plain : tensor<2x8x3x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>, tensor<2x8x1x64xf32>
 }
+
+// -----
+
+// Tests that a soft-capped bf16 attention is lowered with halves=false too:
+// the library has no soft-capped attention to keep it for.
+// CHECK-LABEL: func.func @capped_half
+// CHECK: braze.flash_attention %arg0, %arg1, %arg2 mask %arg3 scale 6.250000e-02 softcap 5.000000e+01 q_block 16 kv_block 16
+func.func @capped_half(%q: tensor<2x4x16x64xbf16>, %k: tensor<2x4x16x64xbf16>, %v: tensor<2x4x16x64xbf16>, %m: tensor<2x1x16x16xbf16>) -> tensor<2x4x16x64xbf16> {
+  // expected-remark @+1 {{braze.attention lowered to braze.flash_attention (q_block 16, kv_block 16)}}
+  %o = braze.attention %q, %k, %v mask %m scale 0.0625 softcap 50.0 : tensor<2x4x16x64xbf16>, tensor<2x4x16x64xbf16>, tensor<2x4x16x64xbf16>, tensor<2x1x16x16xbf16> -> tensor<2x4x16x64xbf16>
+  return %o : tensor<2x4x16x64xbf16>
+}
