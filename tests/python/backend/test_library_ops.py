@@ -134,6 +134,51 @@ def test_prepacked_half_convolutions(name):
     assert _prepacked(compiled) == [True]
 
 
+def _prepacked_products(compiled) -> list[bool]:
+    """Per matmul/addmm step: whether it runs on a weight prepacked for oneDNN."""
+    return [step.run.prepacked is not None for step in compiled.compiled.program.steps
+            if type(step.run).__name__ == "_ProductCall"]
+
+
+class TwoProducts(nn.Module):
+    """A linear with a bias (addmm) and a product with a constant matrix
+    that is no linear's weight (matmul of a [K, N] parameter)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(64, 96)
+        self.matrix = nn.Parameter(torch.randn(96, 48) / 10)
+
+    def forward(self, x):
+        return self.linear(x) @ self.matrix
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_prepacked_half_products(dtype):
+    """Half products with a constant rhs and a static M run on the rhs
+    reordered once for oneDNN (mkldnn._linear_pointwise), and match eager;
+    with a dynamic M, or where autograd records the call, the host op runs
+    (the same numbers). float32 products keep their BLAS call."""
+    model = TwoProducts().eval().to(dtype)
+    x = torch.randn(24, 64).to(dtype)
+    options = {"epilogue_fusion": False}  # library products on every CPU
+    compiled = braze.compile(model, (x,), options=options)
+    assert _prepacked_products(compiled) == [True, True]
+    with torch.no_grad():
+        want = model(x)
+        torch.testing.assert_close(compiled(x), want, rtol=2e-2, atol=2e-2)
+    tracked = compiled(x.clone().requires_grad_())
+    assert tracked.requires_grad
+    torch.testing.assert_close(tracked.detach(), want, rtol=2e-2, atol=2e-2)
+    batch = torch.export.Dim("batch", min=1, max=64)
+    dynamic = braze.compile(model, (x,), dynamic_shapes=({0: batch},), options=options)
+    assert _prepacked_products(dynamic) == [False, False]
+    with torch.no_grad():
+        torch.testing.assert_close(dynamic(x[:5]), model(x[:5]), rtol=2e-2, atol=2e-2)
+    single = braze.compile(model.float(), (x.float(),), options=options)
+    assert _prepacked_products(single) == [False, False]
+
+
 def test_prepacked_convolution_static_sizes_only():
     """A dynamic batch keeps aten.convolution (the blocked layout depends on
     the input's size); a weight that is an argument too."""
