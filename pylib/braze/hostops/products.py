@@ -17,11 +17,17 @@ def _product_result(lhs: torch.Tensor, rhs: torch.Tensor, context) -> torch.Tens
     return context.result((*lhs.shape[:-1], rhs.shape[-1]), lhs.dtype)
 
 
+def records_grad(operands) -> bool:
+    """Whether autograd records a call on `operands` (it records none with
+    `out=`, nor through a prepacked weight)."""
+    return torch.is_grad_enabled() and any(operand.requires_grad for operand in operands)
+
+
 def _product(function, *operands: torch.Tensor, context, **scales) -> torch.Tensor:
     """`function(*operands)` (torch.mm, bmm or addmm; the last two operands
     the product's) written into memory from the context, or into torch's
-    where autograd records the call (it records none with `out=`)."""
-    if torch.is_grad_enabled() and any(operand.requires_grad for operand in operands):
+    where autograd records the call."""
+    if records_grad(operands):
         return function(*operands, **scales)
     return function(*operands, **scales, out=_product_result(*operands[-2:], context))
 

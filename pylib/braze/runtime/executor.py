@@ -46,13 +46,14 @@ from braze.hostops import HostContext, prepare_op, prepare_record, run_op
 from braze.hostops.control_flow import CONTROL_FLOW_OPS
 from braze.hostops.dtypes import torch_dtype
 from braze.hostops.extern import extern_overload, prepare_extern
-from braze.hostops.products import convolution_arguments, convolution_layout
+from braze.hostops.products import convolution_arguments, convolution_layout, records_grad
 from braze.hostops.record import DYNAMIC_SIZE, TensorType, op_record, type_record
 from braze.hostops.signature import check_arguments
 from braze.op_kinds import GENERATED_OPS
 from braze.runtime import collectives, launch, trace
 from braze.runtime.arena import ArenaPlan
 from braze.runtime.memory import result_allocator
+from braze.runtime.prepacked import prepacked_convolution, prepacked_linear
 from braze.runtime.combo import ComboCall
 from braze.runtime.control_flow import control_flow_call
 
@@ -326,7 +327,7 @@ class _ConvolutionCall(_HostCall):
     already), a constant weight once, here; the result stays in it. A 2-D
     floating-point convolution on the CPU with a constant weight and static
     sizes runs on the weight reordered once, here, into oneDNN's blocked
-    layout (`_prepacked_convolution`): aten.convolution reorders it on every
+    layout (`runtime/prepacked.py`): aten.convolution reorders it on every
     call."""
 
     def __init__(self, op, slots: dict, context: HostContext, template: dict):
@@ -337,7 +338,7 @@ class _ConvolutionCall(_HostCall):
         weight = template.get(self.operands[1])
         if self.layout is not None and weight is not None:
             self.weight = weight.contiguous(memory_format=self.layout)
-        self.prepacked = _prepacked_convolution(self.record, self.weight, self.arguments, self.layout)
+        self.prepacked = prepacked_convolution(self.record, self.weight, self.arguments, self.layout)
         if self.prepacked is not None:
             self.weight = None  # the prepacked copy serves every call
 
@@ -353,61 +354,9 @@ class _ConvolutionCall(_HostCall):
         env[self.results[0]] = result
 
 
-# The types a convolution runs prepacked in, and how close its probe must
-# come to aten.convolution's (a few of the type's roundings: oneDNN may add
-# in another order on the blocked layout).
-PREPACKED_TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2e-2, torch.float16: 4e-3}
-
-
-def _probe(shape, dtype, numbers: torch.Generator) -> torch.Tensor:
-    return torch.randn(shape, generator=numbers).to(dtype)
-
-
-def _agrees(got: torch.Tensor, want: torch.Tensor) -> bool:
-    """Whether a prepacked call's result on a probe is the library's own
-    (to within PREPACKED_TOLERANCE of the type, relative to its largest)."""
-    tolerance = PREPACKED_TOLERANCE[want.dtype]
-    return got.shape == want.shape and torch.allclose(
-        got, want, rtol=tolerance, atol=tolerance * float(want.abs().max()))
-
-
-def _prepacked_convolution(record, weight, arguments, layout) -> Callable | None:
-    """(input, bias) -> result through oneDNN's convolution on `weight`
-    reordered once into its blocked layout, where that applies: a 2-D,
-    not transposed, float32, bf16 or f16 convolution on the CPU,
-    channels-last, with a constant weight and static sizes (the layout
-    depends on the input's size). Checked here against aten.convolution on
-    one input (to within a rounding of the type); None where it does not
-    apply or the check fails (then aten.convolution runs)."""
-    stride, padding, dilation, transposed, _, groups = arguments
-    input_type = record.operand_types[0]
-    if (weight is None or layout is not torch.channels_last or transposed or weight.device.type != "cpu"
-            or weight.dtype not in PREPACKED_TOLERANCE or None in input_type.shape
-            or not torch.backends.mkldnn.is_available()):
-        return None
-    try:
-        packed = torch.ops.mkldnn._reorder_convolution_weight(
-            weight, padding, stride, dilation, groups, list(input_type.shape))
-
-        def run(x, bias):
-            return torch.ops.mkldnn._convolution_pointwise(
-                x, packed, bias, padding, stride, dilation, groups, "none", [], "")
-
-        numbers = torch.Generator().manual_seed(0)  # not the user's random state
-        probe = _probe(input_type.shape, weight.dtype, numbers).contiguous(memory_format=layout)
-        bias = _probe(weight.shape[0], weight.dtype, numbers) if len(record.operand_types) > 2 else None
-        got = run(probe, bias)
-        want = torch.ops.aten.convolution.default(probe, weight, bias, *arguments)
-    except RuntimeError:  # this torch's oneDNN does not run it
-        return None
-    if not got.is_contiguous(memory_format=layout) or not _agrees(got, want):
-        return None
-    return run
-
-
 class _ProductCall(_HostCall):
     """braze.matmul or braze.addmm through its host op, or, where
-    `_prepacked_linear` applies, through oneDNN's linear on the constant
+    `prepacked_linear` applies (`runtime/prepacked.py`), through oneDNN's linear on the constant
     rhs reordered once, here: torch.mm and addmm reorder a half weight for
     oneDNN on every call (bf16 on an AMX Xeon, 2 threads: LLaMA's [256, 768]
     x [768, 3072] 0.79 -> 0.58 ms, Swin's [6272, 96] x [96, 384] with its
@@ -415,48 +364,15 @@ class _ProductCall(_HostCall):
 
     def __init__(self, op, slots: dict, context: HostContext, template: dict):
         super().__init__(op, slots, context)
-        self.prepacked = _prepacked_linear(self.record, template.get(self.operands[-1]))
+        self.prepacked = prepacked_linear(self.record, template.get(self.operands[-1]))
 
     def __call__(self, env: list) -> None:
         operands = [env[s] for s in self.operands]
-        if self.prepacked is None or (torch.is_grad_enabled() and any(t.requires_grad for t in operands)):
+        if self.prepacked is None or records_grad(operands):
             super().__call__(env)
             return
         bias = operands[0] if len(operands) == 3 else None
         env[self.results[0]] = self.prepacked(operands[-2], bias)
-
-
-def _prepacked_linear(record, rhs) -> Callable | None:
-    """(lhs, bias) -> lhs @ rhs (+ bias) through oneDNN's linear on `rhs`
-    reordered once, where that applies: an f16 or bf16 product on the CPU
-    of a static [M, K] lhs and a constant [K, N] rhs, with no bias or a
-    bias of [N] and alpha = beta = 1. Checked here against torch.mm or
-    addmm on one input (to within a rounding of the type); None where it
-    does not apply or the check fails."""
-    lhs_type = record.operand_types[-2]
-    addmm = len(record.operand_types) == 3
-    if (rhs is None or rhs.dim() != 2 or rhs.device.type != "cpu"
-            or rhs.dtype not in (torch.bfloat16, torch.float16) or len(lhs_type.shape) != 2
-            or None in lhs_type.shape or not torch.backends.mkldnn.is_available()):
-        return None
-    if addmm and (list(record.operand_types[0].shape) != [rhs.shape[1]]
-                  or record.attributes["alpha"] != 1 or record.attributes["beta"] != 1):
-        return None
-    rows = lhs_type.shape[0]
-    try:
-        packed = torch.ops.mkldnn._reorder_linear_weight(rhs.t().contiguous(), rows)
-
-        def run(lhs, bias):
-            return torch.ops.mkldnn._linear_pointwise(lhs, packed, bias, "none", [], "")
-
-        numbers = torch.Generator().manual_seed(0)  # not the user's random state
-        probe = _probe(lhs_type.shape, rhs.dtype, numbers)
-        bias = _probe(rhs.shape[1], rhs.dtype, numbers) if addmm else None
-        got = run(probe, bias)
-        want = torch.addmm(bias, probe, rhs) if addmm else torch.mm(probe, rhs)
-    except RuntimeError:  # this torch's oneDNN does not run it
-        return None
-    return run if _agrees(got, want) else None
 
 
 class _ExternCall:
