@@ -333,21 +333,23 @@ class KernelAnalysis:
         used = set(store.operation.operands[1:])
         return [d for d in self.parallel if self.arguments[d] not in used]
 
-    def needed_full_ops(self, roots: list[ir.Value], before, cached=()) -> list:
+    def needed_full_ops(self, roots: list[ir.Value], before, cached=(), aliases=None) -> list:
         """The ops (in block order) computing the reduction-dependent values
         that `roots` need, among the ops before `before` (None: all). A value
         in `cached` is read where it was kept: what computes it is not
-        needed."""
+        needed. A value in `aliases` (a range of the reduced dim where it
+        equals another, codegen/segments.py) stands for that value."""
+        aliases = aliases or {}
         needed: set = set()
-        stack = [v for v in roots if v in self.full]
+        stack = [aliases.get(v, v) for v in roots]
         while stack:
             value = stack.pop()
             op = self.producers.get(value)
-            if op is None or op in needed:
+            if value not in self.full or op is None or op in needed:
                 continue
             needed.add(op)
             if value not in cached:
-                stack.extend(v for v in op.operation.operands if v in self.full)
+                stack.extend(aliases.get(v, v) for v in op.operation.operands)
         ordered = []
         for op in self.ops:
             if before is not None and op == before:

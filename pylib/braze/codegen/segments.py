@@ -32,6 +32,8 @@ from braze.codegen.analysis import KernelAnalysis
 # one more loop to compile).
 MAX_SEGMENTS = 64
 
+_DIVISIONS = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui")
+
 # arith.cmpi predicates: eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge.
 _SWAPPED = {0: 0, 1: 1, 2: 4, 3: 5, 4: 2, 5: 3, 6: 8, 7: 9, 8: 6, 9: 7}
 
@@ -40,13 +42,17 @@ _SWAPPED = {0: 0, 1: 1, 2: 4, 3: 5, 4: 2, 5: 3, 6: 8, 7: 9, 8: 6, 9: 7}
 class Segment:
     """One range [start, end) of the innermost dim (`end` None: to its
     extent; the whole dim when it is not split): the results that equal one
-    of their operands there (`aliases`) and the ops the stores need there,
-    in block order (`ops`)."""
+    of their operands there (`aliases`), or one minus a constant
+    (`offsets`), and the ops the stores need there, in block order
+    (`ops`)."""
 
     start: int
     end: int | None
     aliases: dict = field(default_factory=dict)
     ops: list = field(default_factory=list)
+    # result -> (operand, k): the result is `operand - k` there (a
+    # remainder whose quotient the range fixes: the place in one piece).
+    offsets: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -108,23 +114,55 @@ def _affine_index(a: KernelAnalysis, value: ir.Value) -> tuple[int, int, int] | 
     return dim, scale, offset + (constant if name == "arith.addi" else -constant)
 
 
+def _quotient(a: KernelAnalysis, value: ir.Value) -> tuple[int, int, int, int] | None:
+    """(dim, scale, offset, divisor) when `value` is a non-negative affine
+    index divided by a positive constant: the piece number of a
+    concatenation of equal pieces."""
+    owner = value.owner
+    if getattr(owner, "name", None) not in ("arith.divsi", "arith.divui"):
+        return None
+    index, divisor = _affine_index(a, owner.operands[0]), _constant(owner.operands[1])
+    if index is None or divisor is None or divisor <= 0 or index[2] < 0:
+        return None
+    return (*index, divisor)
+
+
+def _comparison_points(a: KernelAnalysis, value: ir.Value, predicate: int, constant: int) -> tuple | None:
+    """(dim, the points of its index where `value <predicate> constant`
+    may change value), when `value` is an affine index or its quotient."""
+    index = _affine_index(a, value)
+    if index is not None:
+        dim, scale, offset = index
+        return dim, _split_points(predicate, scale, constant - offset)
+    quotient = _quotient(a, value)
+    if quotient is None:
+        return None
+    # floor(y / d) against b changes where y crosses b * d or (b + 1) * d.
+    dim, scale, offset, divisor = quotient
+    return dim, [point for bound in (constant * divisor, (constant + 1) * divisor)
+                 for point in _split_points(2, scale, bound - offset)]
+
+
 def _compared_dims(a: KernelAnalysis) -> dict[int, set[int]]:
-    """Parallel dim -> the points where a comparison of its index (times
-    and plus constants) with a constant may change value."""
+    """Dim -> the points where a comparison of its index (times and plus
+    constants, or that divided by a constant) with a constant may change
+    value."""
     points: dict[int, set[int]] = {}
     for op in a.ops:
         if op.operation.name != "arith.cmpi":
             continue
         lhs, rhs = op.operation.operands
         predicate = op.attributes["predicate"].value
-        index, constant = _affine_index(a, lhs), _constant(rhs)
-        if index is None:
-            index, constant, predicate = _affine_index(a, rhs), _constant(lhs), _SWAPPED[predicate]
-        if index is None or constant is None or index[0] in a.reduce:
+        found = None
+        if _constant(rhs) is not None:
+            found = _comparison_points(a, lhs, predicate, _constant(rhs))
+        if found is None and _constant(lhs) is not None:
+            found = _comparison_points(a, rhs, _SWAPPED[predicate], _constant(lhs))
+        if found is None:
             continue
-        dim, scale, offset = index
+        dim, dim_points = found
         extent = a.domain[dim]
-        for point in _split_points(predicate, scale, constant - offset):
+        for point in dim_points:
             if 0 < point and (extent is None or point < extent):
                 points.setdefault(dim, set()).add(point)
     return points
@@ -158,6 +196,7 @@ class _Evaluation:
     def __init__(self, a: KernelAnalysis, box: dict[int, tuple]):
         self.interval: dict[ir.Value, tuple] = {}
         self.aliases: dict[ir.Value, ir.Value] = {}
+        self.offsets: dict[ir.Value, tuple] = {}
         for d in range(a.rank):
             top = math.inf if a.domain[d] is None else a.domain[d] - 1
             start, end = box.get(d, (0, None))
@@ -213,6 +252,21 @@ class _Evaluation:
         elif name == "arith.muli" and all(math.isfinite(x) for bound in known for x in bound):
             products = [x * y for x in known[0] for y in known[1]]
             self.interval[result] = (min(products), max(products))
+        elif name in _DIVISIONS and known[0][0] >= 0 and known[1][0] == known[1][1] > 0:
+            # A non-negative value divided by a positive constant (a piece
+            # of equal pieces, and the place within it).
+            (lo, hi), divisor = known[0], known[1][0]
+            quotients = (lo // divisor, hi if math.isinf(hi) else hi // divisor)
+            if name in ("arith.divsi", "arith.divui"):
+                self.interval[result] = quotients
+            elif quotients[0] == quotients[1]:
+                self.interval[result] = (lo % divisor, hi % divisor)
+                if quotients[0] == 0:
+                    self.aliases[result] = operands[0]
+                else:
+                    self.offsets[result] = (operands[0], quotients[0] * divisor)
+            else:
+                self.interval[result] = (0, divisor - 1)
         elif name in ("arith.maxsi", "arith.minsi"):
             larger = name == "arith.maxsi"
             (alo, ahi), (blo, bhi) = known
@@ -269,5 +323,31 @@ def segments(a: KernelAnalysis) -> SegmentPlan | None:
         for start, end in ranges:
             evaluation = _Evaluation(a, {**box, last: (start, end)})
             plan.resolved_selects += evaluation.resolved
-            segments_of.append(Segment(start, end, evaluation.aliases, _live_ops(a, evaluation)))
+            segments_of.append(Segment(start, end, evaluation.aliases, _live_ops(a, evaluation),
+                                       evaluation.offsets))
     return plan if plan.resolved_selects else None
+
+
+def reduction_segments(a: KernelAnalysis) -> list[Segment] | None:
+    """The split of a row reduction's innermost reduced dim by the
+    comparisons of its index with constants, when it resolves a select;
+    None otherwise. A normalisation over a concatenation along the reduced
+    dim (Swin's patch merging: a LayerNorm over four strided views joined
+    along the channels) reads every input at every point of the row, once
+    per pass over it; within one input's range each pass reads that input
+    alone. Each segment's `aliases` say which values equal an operand
+    there; its `ops` are left empty (a reduction's stages each need a part
+    of the body, `KernelAnalysis.needed_full_ops`). A column reduction
+    (its innermost dim parallel, in SIMD lanes) is not split."""
+    if not a.reduce or a.lane_dim is not None:
+        return None
+    dim = a.reduce[-1]
+    points = _compared_dims(a).get(dim)
+    if not points or len(points) + 1 > MAX_SEGMENTS:
+        return None
+    split, resolved = [], 0
+    for start, end in _ranges(points):
+        evaluation = _Evaluation(a, {dim: (start, end)})
+        resolved += evaluation.resolved
+        split.append(Segment(start, end, evaluation.aliases, offsets=evaluation.offsets))
+    return split if resolved else None

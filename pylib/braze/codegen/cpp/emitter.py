@@ -37,7 +37,7 @@ from mlir import ir
 
 from braze.codegen.analysis import EXPENSIVE, UNARY_MATH, KernelAnalysis, KernelSpec, combo_kernels
 from braze.codegen.renderer import CStyleRenderer
-from braze.codegen.segments import segments
+from braze.codegen.segments import Segment, reduction_segments, segments
 from braze.errors import BrazeError
 
 PRELUDE = (Path(__file__).with_name("prelude.h")).read_text()
@@ -96,9 +96,18 @@ class CppRenderer(CStyleRenderer):
     def __init__(self, analysis: KernelAnalysis):
         super().__init__(analysis)
         self.divides = False  # whether a division was printed (`failed` is then reduced)
-        self.cached: dict[ir.Value, str] = {}  # value -> its row buffer
+        self.row_buffer: dict[ir.Value, str] = {}  # value -> its row buffer
         self.buffers: list[tuple[str, str]] = []  # (name, C++ type)
+        # (value, range) pairs a row buffer holds, and the ones the stage
+        # being spelled writes.
+        self.kept: set[tuple] = set()
+        self.writing: set[tuple] = set()
         self.needed_later = [stage.needed_later for stage in analysis.stages]
+        # The ranges of the innermost reduced dim with a loop each (one, the
+        # whole dim, unless comparisons with constants decide selects there).
+        self.ranges = reduction_segments(analysis) or [Segment(0, None)]
+        self.range = 0  # the range being spelled
+        self.later: set = set()  # what the stages after the one being spelled need
         linear = ""
         for dim in analysis.reduce:
             linear = f"({linear}) * n{dim} + i{dim}" if linear else f"i{dim}"
@@ -123,49 +132,109 @@ class CppRenderer(CStyleRenderer):
         return f"(failed = 1, {c_type}(0))"
 
     def loop_body(self, roots: list[ir.Value], before) -> list[str]:
-        """The lines computing `roots` at one reduction point. An expensive
-        result that a later loop needs is kept in a row buffer instead of
-        being computed again there."""
-        later = self.needed_later.pop(0)
+        """The lines computing `roots` at one reduction point of range
+        `self.range`, where a value it aliases is the value it equals. An
+        expensive result that a later loop needs is kept in a row buffer
+        instead of being computed again there."""
+        aliases = self.ranges[self.range].aliases
+        standing_for: dict[ir.Value, list] = {}
+        for value, target in aliases.items():
+            standing_for.setdefault(target, []).append(value)
+
+        def name_aliases(value: ir.Value) -> None:
+            for alias in standing_for.get(value, ()):
+                self.names[alias] = self.names[value]
+
+        for target in standing_for:
+            if target in self.names:
+                name_aliases(target)
+        kept = {value for value, number in self.kept if number == self.range}
         lines: list[str] = []
-        for op in self.a.needed_full_ops(roots, before, self.cached):
+        for op in self.a.needed_full_ops(roots, before, kept, aliases):
             result = op.operation.results[0]
-            if result in self.cached:
+            if result in kept:
                 name = self.fresh()
                 self.names[result] = name
-                lines.append(f"const {self.compute_type(result.type)} {name} = {self.cached[result]}[{self.linear}];")
-                continue
-            self.define(op, lines, "")
-            if op.operation.name in EXPENSIVE and op in later:
-                buffer = f"row_{self.names[result]}"
-                self.cached[result] = buffer
-                self.buffers.append((buffer, self.compute_type(result.type)))
-                lines.append(f"{buffer}[{self.linear}] = {self.names[result]};")
+                lines.append(f"const {self.compute_type(result.type)} {name} = "
+                             f"{self.row_buffer[result]}[{self.linear}];")
+            else:
+                self.define_in_range(op, self.ranges[self.range], lines)
+                if op.operation.name in EXPENSIVE and op in self.later:
+                    if result not in self.row_buffer:
+                        self.row_buffer[result] = f"row_{self.names[result]}"
+                        self.buffers.append((self.row_buffer[result], self.compute_type(result.type)))
+                    self.writing.add((result, self.range))
+                    lines.append(f"{self.row_buffer[result]}[{self.linear}] = {self.names[result]};")
+            name_aliases(result)
         return lines
+
+    def define_in_range(self, op, segment: Segment, lines: list[str]) -> None:
+        """`define`, or the operand minus a constant for a result that is
+        one on `segment`."""
+        result = op.operation.results[0]
+        if result not in segment.offsets:
+            self.define(op, lines)
+            return
+        operand, shift = segment.offsets[result]
+        name = self.fresh()
+        self.names[result] = name
+        lines.append(f"const {self.compute_type(result.type)} {name} = {self.names[operand]} - {shift};")
+
+    def _range_spellings(self, spell) -> list:
+        """`spell()` once per range of the innermost reduced dim, from the
+        names before the stage each time (restored after): one pass over
+        the reduction points. A row buffer written in a range is read by
+        the later stages in that range."""
+        self.later = self.needed_later.pop(0)
+        before = dict(self.names)
+        spellings = []
+        for number in range(len(self.ranges)):
+            self.range = number
+            self.names = dict(before)
+            spellings.append(spell())
+        self.names = before
+        self.kept |= self.writing
+        self.writing = set()
+        return spellings
+
+    def _range_bounds(self, segment: Segment, dim: int) -> tuple[str, str]:
+        """The first and the end index of `segment`'s loop over `dim` (a
+        range's end is within a static extent; a dynamic one may be shorter)."""
+        extent = self.names[self.a.arguments[self.a.rank + dim]]
+        if segment.end is None:
+            return str(segment.start), extent
+        if self.a.domain[dim] is not None:
+            return str(segment.start), str(segment.end)
+        return str(segment.start), f"std::min<int64_t>({extent}, {segment.end})"
 
     # -- loops ----------------------------------------------------------
     def simd(self, clauses: str = "") -> str:
         failed = " reduction(|:failed)" if self.divides else ""
         return f"#pragma omp simd{failed}{clauses}"
 
-    def _reduction_loops(self, body: list[str], indent: str, innermost_pragma: str,
+    def _reduction_loops(self, bodies: list[list[str]], indent: str, innermost_pragma: str,
                          out: list[str]) -> None:
-        """Nests `body` in loops over the reduction dims; in a column
-        reduction the innermost loop is a SIMD loop over the lanes."""
-        dims = self.a.reduce
-        for depth, dim in enumerate(dims):
+        """Nests `bodies` (one per range of the innermost reduced dim) in
+        loops over the reduction dims; in a column reduction the innermost
+        loop is a SIMD loop over the lanes."""
+        *outer, last = self.a.reduce
+        for depth, dim in enumerate(outer):
             index = self.names[self.a.arguments[dim]]
             extent = self.names[self.a.arguments[self.a.rank + dim]]
-            pad = indent + "  " * depth
-            if depth == len(dims) - 1 and innermost_pragma and self.lane_dim is None:
+            out.append(f"{indent + '  ' * depth}for (int64_t {index} = 0; {index} < {extent}; ++{index}) {{")
+        pad = indent + "  " * len(outer)
+        index = self.names[self.a.arguments[last]]
+        for segment, body in zip(self.ranges, bodies):
+            first, end = self._range_bounds(segment, last)
+            if innermost_pragma and self.lane_dim is None:
                 out.append(f"{pad}{innermost_pragma}")
-            out.append(f"{pad}for (int64_t {index} = 0; {index} < {extent}; ++{index}) {{")
-        inner = indent + "  " * len(dims)
-        if self.lane_dim is None:
-            out.extend(inner + line for line in body)
-        else:
-            self._lane_loop(body, inner, out, innermost_pragma)
-        for depth in reversed(range(len(dims))):
+            out.append(f"{pad}for (int64_t {index} = {first}; {index} < {end}; ++{index}) {{")
+            if self.lane_dim is None:
+                out.extend(f"{pad}  {line}" for line in body)
+            else:
+                self._lane_loop(body, pad + "  ", out, innermost_pragma)
+            out.append(f"{pad}}}")
+        for depth in reversed(range(len(outer))):
             out.append(indent + "  " * depth + "}")
 
     def _lane_loop(self, body: list[str], indent: str, out: list[str], pragma: str | None = None,
@@ -226,23 +295,25 @@ class CppRenderer(CStyleRenderer):
         return None
 
     def reduce_stage(self, op, out: list[str], indent: str) -> None:
-        """One loop over the reduction points computing a braze.reduce."""
+        """One loop over the reduction points computing a braze.reduce (one
+        per range of the innermost reduced dim)."""
         result = op.operation.results[0]
-        kind, value_type, name, body, value, saved = self.open_reduce_stage(op, self.loop_body)
-        self.names = saved
+        spellings = self._range_spellings(lambda: self.open_reduce_stage(op, self.loop_body))
+        kind, value_type, name = spellings[0][:3]
         column = self.lane_dim is not None
         self.names[result] = f"{name}[lane]" if column else name
         if kind == "add":
-            self._sum_stage(name, value_type, body + [f"{name}_part{'[lane]' if column else ''} += {value};"],
+            part = f"{name}_part{'[lane]' if column else ''}"
+            self._sum_stage(name, value_type, [body + [f"{part} += {value};"] for _, _, _, body, value, _ in spellings],
                             out, indent)
             return
         linear = "0"
         for dim in self.a.reduce:
             linear = f"({linear}) * {self.names[self.a.arguments[self.a.rank + dim]]} + {self.names[self.a.arguments[dim]]}"
-        accumulator = self._accumulator(kind, value_type, value, linear)
-        if accumulator is None:
+        accumulators = [self._accumulator(kind, value_type, value, linear) for _, _, _, _, value, _ in spellings]
+        if accumulators[0] is None:
             raise self.fail(op, f"unknown reduction kind '{kind}'")
-        variables, update, clauses, final = accumulator
+        variables, _, clauses, final = accumulators[0]
         spelled = {}
         for c_type, variable, initial in variables:
             if column:
@@ -250,24 +321,24 @@ class CppRenderer(CStyleRenderer):
             else:
                 spelled[variable] = f"{name}_{variable}"
                 out.append(f"{indent}{c_type} {name}_{variable} = {initial};")
-        update = [line.format(**spelled) for line in update]
+        bodies = [spelling[3] + [line.format(**spelled) for line in accumulator[1]]
+                  for spelling, accumulator in zip(spellings, accumulators)]
         result_type = "int64_t" if kind == "argmax" else "bool" if value_type == "bool" else value_type
         if column:  # the lanes are independent: no reduction clauses
-            self._reduction_loops(body + update, indent, self.simd(), out)
+            self._reduction_loops(bodies, indent, self.simd(), out)
             self._lane_array(result_type, name, out, indent, final.format(**spelled))
             return
         pragma = "" if clauses is None else self.simd(clauses.format(**spelled))
-        self._reduction_loops(body + update, indent, pragma, out)
+        self._reduction_loops(bodies, indent, pragma, out)
         out.append(f"{indent}const {result_type} {name} = {final.format(**spelled)};")
 
-    def _sum_stage(self, name: str, value_type: str, body: list[str], out: list[str], indent: str) -> None:
-        """A sum: blocks of the innermost reduction dim, each summed in float
-        (SIMD lanes of a row, or one partial per lane of a column), added
-        into a double accumulator."""
+    def _sum_stage(self, name: str, value_type: str, bodies: list[list[str]], out: list[str], indent: str) -> None:
+        """A sum: blocks of the innermost reduction dim (of each of its
+        ranges), each summed in float (SIMD lanes of a row, or one partial
+        per lane of a column), added into a double accumulator."""
         acc_type = "double" if value_type == "float" else value_type
         last = self.a.reduce[-1]
         inner_index = self.names[self.a.arguments[last]]
-        extent = self.names[self.a.arguments[self.a.rank + last]]
         column = self.lane_dim is not None
         if column:
             block = COLUMN_SUM_BLOCK
@@ -283,22 +354,24 @@ class CppRenderer(CStyleRenderer):
             dim_extent = self.names[self.a.arguments[self.a.rank + dim]]
             out.append(f"{indent}{'  ' * depth}for (int64_t {index} = 0; {index} < {dim_extent}; ++{index}) {{")
         pad = indent + "  " * len(outer_dims)
-        out.append(f"{pad}for (int64_t {name}_b = 0; {name}_b < {extent}; {name}_b += {block}) {{")
-        out.append(f"{pad}  const int64_t {name}_e = std::min<int64_t>({extent}, {name}_b + {block});")
-        if column:
-            self._lane_loop([f"{part} = 0;"], pad + "  ", out, indexed=False)
-            out.append(f"{pad}  for (int64_t {inner_index} = {name}_b; {inner_index} < {name}_e; ++{inner_index}) {{")
-            self._lane_loop(body, pad + "    ", out)
-            out.append(f"{pad}  }}")
-            self._lane_loop([f"{acc} += {part};"], pad + "  ", out, indexed=False)
-        else:
-            out.append(f"{pad}  {value_type} {part} = 0;")
-            out.append(f"{pad}  {self.simd(f' reduction(+:{part})')}")
-            out.append(f"{pad}  for (int64_t {inner_index} = {name}_b; {inner_index} < {name}_e; ++{inner_index}) {{")
-            out.extend(f"{pad}    {line}" for line in body)
-            out.append(f"{pad}  }}")
-            out.append(f"{pad}  {acc} += {part};")
-        out.append(f"{pad}}}")
+        for segment, body in zip(self.ranges, bodies):
+            first, end = self._range_bounds(segment, last)
+            out.append(f"{pad}for (int64_t {name}_b = {first}; {name}_b < {end}; {name}_b += {block}) {{")
+            out.append(f"{pad}  const int64_t {name}_e = std::min<int64_t>({end}, {name}_b + {block});")
+            if column:
+                self._lane_loop([f"{part} = 0;"], pad + "  ", out, indexed=False)
+                out.append(f"{pad}  for (int64_t {inner_index} = {name}_b; {inner_index} < {name}_e; ++{inner_index}) {{")
+                self._lane_loop(body, pad + "    ", out)
+                out.append(f"{pad}  }}")
+                self._lane_loop([f"{acc} += {part};"], pad + "  ", out, indexed=False)
+            else:
+                out.append(f"{pad}  {value_type} {part} = 0;")
+                out.append(f"{pad}  {self.simd(f' reduction(+:{part})')}")
+                out.append(f"{pad}  for (int64_t {inner_index} = {name}_b; {inner_index} < {name}_e; ++{inner_index}) {{")
+                out.extend(f"{pad}    {line}" for line in body)
+                out.append(f"{pad}  }}")
+                out.append(f"{pad}  {acc} += {part};")
+            out.append(f"{pad}}}")
         for depth in reversed(range(len(outer_dims))):
             out.append(f"{indent}{'  ' * depth}}}")
         if column:
@@ -387,12 +460,12 @@ class CppRenderer(CStyleRenderer):
         close_lane_loop()
         stores = self.a.final_stores
         if stores:
-            saved = dict(self.names)
-            inner = self.loop_body([s.operation.operands[0] for s in stores], None)
-            inner += [self.store_line(op) for op in stores]
-            self.names = saved
+            def spell_stores() -> list[str]:
+                lines = self.loop_body([s.operation.operands[0] for s in stores], None)
+                return lines + [self.store_line(op) for op in stores]
+
             pragma = self.simd() if self.a.reduce[-1] == self.a.rank - 1 or column else ""
-            self._reduction_loops(inner, "", pragma, body)
+            self._reduction_loops(self._range_spellings(spell_stores), "", pragma, body)
         if block is None:
             lines = head + self._parallel_loops(self.a.parallel, body)
         else:
@@ -465,7 +538,7 @@ class CppRenderer(CStyleRenderer):
                 if op.operation.name == "braze.store":
                     lines.append(self.store_line(op))
                 else:
-                    self.define(op, lines)
+                    self.define_in_range(op, segment, lines)
         return lines
 
     def _segment_loops(self, plan, last: int, loop: str) -> list[str]:
