@@ -60,7 +60,8 @@ def Braze_ConvolutionOp : Braze_Op<"convolution", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Braze_ExternOp : Braze_Op<"extern"> {
+def Braze_ExternOp : Braze_Op<"extern",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "an aten op that runs through PyTorch";
   let description = [{
     Calls the aten overload `target` (as `torch.ops` spells it, e.g.
@@ -77,21 +78,27 @@ def Braze_ExternOp : Braze_Op<"extern"> {
     The frontend emits it for an op it has no lowering for, or a form of an
     op its lowering refuses, so the rest of the graph is still compiled.
     It may have effects (the overload is opaque to braze), so it is never
-    moved, merged or removed, and fusion does not cross it.
+    moved, merged or removed, and fusion does not cross it; unless it is
+    `pure`: the frontend marks an overload that mutates nothing and
+    draws no random numbers (its schema and tags say so), which then has
+    no effects, like any other pure op (the executor already ran such a
+    call once, when the program is built, where its operands are known;
+    braze-combo-kernels now sees that too).
 
     ```mlir
-    %g = braze.extern "aten.gather.default" (%x, %i)
+    %g = braze.extern "aten.gather.default" pure(%x, %i)
         args [0 : index, 1, 1 : index]
         : (tensor<2x8xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
     ```
   }];
   let arguments = (ins Variadic<AnyType>:$inputs, StrAttr:$target,
                        ArrayAttr:$arguments,
-                       OptionalAttr<DictionaryAttr>:$keywords);
+                       OptionalAttr<DictionaryAttr>:$keywords,
+                       UnitAttr:$pure);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
-    $target `(` $inputs `)` `args` $arguments (`kwargs` $keywords^)?
-    attr-dict `:` functional-type($inputs, $results)
+    $target (`pure` $pure^)? `(` $inputs `)` `args` $arguments
+    (`kwargs` $keywords^)? attr-dict `:` functional-type($inputs, $results)
   }];
   let hasVerifier = 1;
 }

@@ -257,6 +257,16 @@ static LogicalResult verifyArgument(ExternOp op, Attribute attribute,
          << attribute << " is not a value an aten op takes";
 }
 
+void ExternOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (getPure())
+    return;
+  // Opaque to braze: it may read and write anything.
+  effects.emplace_back(MemoryEffects::Read::get());
+  effects.emplace_back(MemoryEffects::Write::get());
+}
+
 LogicalResult ExternOp::verify() {
   SmallVector<StringRef> parts;
   getTarget().split(parts, '.');

@@ -71,6 +71,13 @@ def _result_types(meta) -> tuple[list[ir.Type], list[int | None]]:
     return types, numbers
 
 
+def _is_pure(target: torch._ops.OpOverload) -> bool:
+    """Whether the overload mutates nothing (no argument its schema writes)
+    and draws no random numbers: the same inputs give the same results,
+    with no effect besides them."""
+    return not target._schema.is_mutable and torch.Tag.nondeterministic_seeded not in target.tags
+
+
 def emit_extern(target, meta, args: tuple, kwargs: dict):
     """Emits `braze.extern` for `target(*args, **kwargs)` whose result is
     described by `meta` (the node's meta value); returns what the importer
@@ -83,7 +90,7 @@ def emit_extern(target, meta, args: tuple, kwargs: dict):
     keywords = {name: encoder.encode(v) for name, v in kwargs.items()}
     types, numbers = _result_types(meta)
     op = bz.ExternOp(types, encoder.operands, str(target), arguments,
-                     keywords=ir.DictAttr.get(keywords) if keywords else None)
+                     keywords=ir.DictAttr.get(keywords) if keywords else None, pure=_is_pure(target))
     results = list(op.results)
     if not isinstance(meta, (tuple, list)):
         return results[0]

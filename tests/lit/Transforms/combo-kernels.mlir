@@ -214,6 +214,37 @@ func.func @invariant(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, ten
 
 // -----
 
+// Tests that a pure extern on parameters (Swin's shifted-window mask, built
+// by slice_scatter of constants: the executor runs it once, when the
+// program is built) keeps its readers call-invariant: the kernel reading
+// it groups with the other invariant kernel, not with the one on the
+// argument. The extern without `pure` (above) makes its reader per call.
+// CHECK-LABEL: func.func @pure_extern
+// CHECK: %[[E:.*]] = braze.extern "aten.cumsum.default" pure(
+// CHECK: %[[X:.*]] = braze.kernel ins(%arg0 : tensor<16xf32>)
+// CHECK: math.exp
+// CHECK: %[[P:.*]]:2 = braze.combo
+// CHECK: braze.kernel ins(%[[E]] : tensor<16xf32>)
+// CHECK: math.tanh
+// CHECK: braze.kernel ins(%{{.*}} : tensor<16xf32>)
+// CHECK: math.rsqrt
+// CHECK: return %[[X]], %[[P]]#0, %[[P]]#1
+func.func @pure_extern(%x: tensor<16xf32>) -> (tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) {
+  %var = braze.parameter "bn.var" : tensor<16xf32>
+  %r = braze.extern "aten.cumsum.default" pure (%var) args [0 : index, 0] : (tensor<16xf32>) -> tensor<16xf32>
+  // expected-remark @+1 {{stays standalone: no independent kernel to group with}}
+  %a = braze.exp %x : tensor<16xf32>
+  // expected-remark @+2 {{not grouped with kernel #0: it reads only constants and parameters (it runs once, when the program is built) and the group runs on every call}}
+  // expected-remark @+1 {{grouped as sub-kernel #0 of a combo of 2 kernels (dispatch round_robin)}}
+  %t = braze.tanh %r : tensor<16xf32>
+  // expected-remark @+2 {{not grouped with kernel #0: it reads only constants and parameters (it runs once, when the program is built) and the group runs on every call}}
+  // expected-remark @+1 {{grouped as sub-kernel #1 of a combo of 2 kernels (dispatch round_robin)}}
+  %s = braze.rsqrt %var : tensor<16xf32>
+  return %a, %t, %s : tensor<16xf32>, tensor<16xf32>, tensor<16xf32>
+}
+
+// -----
+
 // Tests that a group whose first member an earlier combo moved past another
 // member still precedes every reader of that member (BART's encoder and
 // decoder masks): without per-sub-kernel blocks the sums form one group and

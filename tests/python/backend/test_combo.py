@@ -207,3 +207,45 @@ def test_a_compiled_optimizer_step_matches_eager(optimizer):
         compiled_step()
         for p, q in zip(eager, compiled):
             torch.testing.assert_close(q, p)
+
+
+_MASK_FROM_EXTERN = """
+func.func @f(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %p = braze.parameter "p" : tensor<8x40xf32>
+  %c = braze.extern "aten.cumsum.default" PURE(%p) args [0 : index, 1] : (tensor<8x40xf32>) -> tensor<8x40xf32>
+  %q = braze.sum %c dims [1] : tensor<8x40xf32> -> tensor<8xf32>
+  %s = braze.sum %q dims [0] keepdim : tensor<8xf32> -> tensor<1xf32>
+  %a = braze.exp %x : tensor<16xf32>
+  %b = braze.sum %a dims [0] keepdim : tensor<16xf32> -> tensor<1xf32>
+  %t = braze.add %s, %b : tensor<1xf32>, tensor<1xf32> -> tensor<1xf32>
+  %y = braze.mul %a, %t : tensor<16xf32>, tensor<1xf32> -> tensor<16xf32>
+  return %y : tensor<16xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("pure", [True, False], ids=["pure", "opaque"])
+def test_a_pure_extern_on_parameters_is_computed_once(pure):
+    """A kernel reading only a pure extern of parameters (Swin's shifted-
+    window mask, built by slice_scatter) runs once, when the program is
+    built, as the extern does: braze-combo-kernels keeps it out of the
+    per-call groups. Without `pure` the extern may have effects: the
+    kernel reading it joins a combo with a kernel on the argument, and
+    runs on every call."""
+    p = torch.randn(8, 40)
+    program = braze.compile_mlir(_MASK_FROM_EXTERN.replace("PURE", "pure" if pure else ""), parameters={"p": p})
+    # Per call: exp and its sum, the two sums added, the product; opaque:
+    # the row sums of the cumsum too (in a combo with the first).
+    assert program.stats["kernels"] == (3 if pure else 4), program.stats
+    x = torch.randn(16)
+    want = x.exp() * (torch.cumsum(p, 1).sum() + x.exp().sum())
+    (got,) = program(x)
+    torch.testing.assert_close(got, want)
+
+
+def test_the_frontend_marks_extern_overloads_that_mutate_nothing_and_draw_nothing_pure():
+    from braze.frontend.extern import _is_pure
+
+    assert _is_pure(torch.ops.aten.slice_scatter.default) and _is_pure(torch.ops.aten.cumsum.default)
+    assert not _is_pure(torch.ops.aten.index_put_.default)  # writes its argument
+    assert not _is_pure(torch.ops.aten.bernoulli.default)  # random
