@@ -137,21 +137,18 @@ class CppRenderer(CStyleRenderer):
         expensive result that a later loop needs is kept in a row buffer
         instead of being computed again there."""
         aliases = self.ranges[self.range].aliases
-        standing_for: dict[ir.Value, list] = {}
-        for value, target in aliases.items():
-            standing_for.setdefault(target, []).append(value)
 
-        def name_aliases(value: ir.Value) -> None:
-            for alias in standing_for.get(value, ()):
-                self.names[alias] = self.names[value]
+        def name_aliases(values) -> None:
+            # The value each aliases is computed before its readers.
+            for value in values:
+                if value in aliases:
+                    self.names[value] = self.names[aliases[value]]
 
-        for target in standing_for:
-            if target in self.names:
-                name_aliases(target)
         kept = {value for value, number in self.kept if number == self.range}
         lines: list[str] = []
         for op in self.a.needed_full_ops(roots, before, kept, aliases):
             result = op.operation.results[0]
+            name_aliases(op.operation.operands)
             if result in kept:
                 name = self.fresh()
                 self.names[result] = name
@@ -165,7 +162,7 @@ class CppRenderer(CStyleRenderer):
                         self.buffers.append((self.row_buffer[result], self.compute_type(result.type)))
                     self.writing.add((result, self.range))
                     lines.append(f"{self.row_buffer[result]}[{self.linear}] = {self.names[result]};")
-            name_aliases(result)
+        name_aliases(roots)
         return lines
 
     def define_in_range(self, op, segment: Segment, lines: list[str]) -> None:
