@@ -32,6 +32,14 @@ def Braze_FlashAttentionOp : Braze_Op<"flash_attention", [Pure]> {
       attention). A schedule for the CPU's emitter; the values are the
       same up to rounding, and other emitters may ignore it.
 
+    - `result_order`: the result is the attention's value permuted (result
+      dim `i` is its dim `result_order[i]`, as `braze.permute` reads a
+      permutation), its last dim kept last: the order the result's reader
+      wants, written by the kernel itself. An output projection reads
+      `[B, L, H, Ev]` (`transpose(1, 2)`), torch's multi-head attention
+      `[L, B, H, Ev]`; `braze-lower-attention` sets it where such a
+      permute is the result's only reader, so that no copy is made.
+
     Everything accumulates in f32 (f64 for f64 inputs): f16/bf16 blocks are
     widened once, and the output rounded once. A row with no key kept has
     sum 0: zero, or NaN with `masked_rows_nan`.
@@ -48,16 +56,22 @@ def Braze_FlashAttentionOp : Braze_Op<"flash_attention", [Pure]> {
                        F64Attr:$scale, OptionalAttr<F64Attr>:$softcap,
                        UnitAttr:$causal, UnitAttr:$gqa,
                        UnitAttr:$masked_rows_nan, I64Attr:$q_block,
-                       I64Attr:$kv_block, UnitAttr:$grouped_heads);
+                       I64Attr:$kv_block, UnitAttr:$grouped_heads,
+                       OptionalAttr<DenseI64ArrayAttr>:$result_order);
   let results = (outs Braze_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? `scale` $scale
     (`softcap` $softcap^)? (`causal` $causal^)? (`gqa` $gqa^)? (`masked_rows_nan` $masked_rows_nan^)?
     `q_block` $q_block `kv_block` $kv_block (`grouped_heads` $grouped_heads^)?
-    attr-dict `:` type($query) `,`
+    (`result_order` $result_order^)? attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The result's type in the attention's own order, `[B..., H, L, Ev]`
+    /// (the result's type permuted back where it has a `result_order`).
+    ::mlir::RankedTensorType getAttentionType();
+  }];
 }
 
 #endif // BRAZE_FLASH_ATTENTION

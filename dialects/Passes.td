@@ -250,6 +250,14 @@ def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> 
     for every head) `grouped_heads`: one work item takes the query heads of
     a key/value head, so the keys and values are read once, not once per
     query head.
+
+    `reader-order` (on by default): where the result's only reader is a
+    `braze.permute` that keeps Ev last (an output projection's
+    `[B..., L, H, Ev]`, torch's multi-head attention's `[L, B, H, Ev]`),
+    or a swap of heads and rows after reshapes that change only the dims
+    before the heads (Swin's windows), the kernel writes that order itself
+    (`result_order`) and the permute goes: no copy is left to make. Any
+    other reader keeps the attention's own order.
   }];
   let dependentDialects = ["braze::BrazeDialect"];
   let options = [
@@ -259,10 +267,13 @@ def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> 
            "Lower f16/bf16 attentions too (off: they stay the library's, measured faster)">,
     Option<"groupHeads", "group-heads", "bool", "false",
            "Give a work item the query heads that share a key/value head (grouped_heads), where they can be grouped">,
+    Option<"readerOrder", "reader-order", "bool", "true",
+           "Write the result in the order of a permute that is its only reader (result_order)">,
     Option<"remarks", "remarks", "bool", "false", "Emit a remark for each attention">,
   ];
   let statistics = [
     Statistic<"numLowered", "lowered", "Attentions lowered to flash_attention">,
+    Statistic<"numOrdered", "ordered", "Flash attentions writing the order their permute reads">,
   ];
 }
 

@@ -61,13 +61,16 @@ bool isFloat8(mlir::Type type);
 
 /// The operand and result checks braze.attention and braze.flash_attention
 /// share (shapes, element types, the mask, `causal` against a mask, the
-/// scale, the soft cap).
+/// scale, the soft cap). `result` is the result's type in the attention's
+/// own order, `[B..., H, L, Ev]`; `resultNote` follows it in messages.
 mlir::LogicalResult verifyAttention(mlir::Operation *op, mlir::Value query,
                                     mlir::Value key, mlir::Value value,
-                                    mlir::Value mask, mlir::Value result,
+                                    mlir::Value mask,
+                                    mlir::RankedTensorType result,
                                     bool causal, bool gqa,
                                     std::optional<double> scale,
-                                    std::optional<mlir::APFloat> softcap);
+                                    std::optional<mlir::APFloat> softcap,
+                                    llvm::StringRef resultNote = "");
 
 /// Why an attention's query heads that share a key/value head cannot be one
 /// work item's rows (braze.flash_attention's `grouped_heads`), or nothing

@@ -134,13 +134,14 @@ LogicalResult ConvolutionOp::verify() {
 
 LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
                                     Value keyValue, Value valueValue,
-                                    Value mask, Value resultValue, bool causal,
+                                    Value mask, RankedTensorType result,
+                                    bool causal,
                                     bool gqa, std::optional<double> scale,
-                                    std::optional<APFloat> softcap) {
+                                    std::optional<APFloat> softcap,
+                                    StringRef resultNote) {
   auto query = cast<RankedTensorType>(queryValue.getType());
   auto key = cast<RankedTensorType>(keyValue.getType());
   auto value = cast<RankedTensorType>(valueValue.getType());
-  auto result = cast<RankedTensorType>(resultValue.getType());
   int64_t rank = query.getRank();
   if (rank < 2)
     return op->emitOpError("query must be batch... x L x E, got rank ") << rank;
@@ -165,7 +166,8 @@ LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
   if (!dimsAgree(r[rank - 2], q[rank - 2]) ||
       !dimsAgree(r[rank - 1], v[rank - 1]))
     return op->emitOpError("result must be batch... x L x Ev (")
-           << q[rank - 2] << " x " << v[rank - 1] << "), got " << result;
+           << q[rank - 2] << " x " << v[rank - 1] << "), got " << result
+           << resultNote;
   for (int64_t dim = 0; dim < rank - 2; ++dim) {
     for (int64_t other : {k[dim], v[dim]}) {
       bool broadcast = other == 1 || dimsAgree(other, q[dim]);
@@ -182,7 +184,7 @@ LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
     if (!dimsAgree(r[dim], q[dim]))
       return op->emitOpError("result batch dim ")
              << dim << " must be the query's (" << q[dim] << "), got "
-             << r[dim];
+             << r[dim] << resultNote;
   }
   if (mask) {
     auto maskType = cast<RankedTensorType>(mask.getType());
@@ -210,7 +212,8 @@ LogicalResult AttentionOp::verify() {
   if (auto given = getScale())
     scale = given->convertToDouble();
   return verifyAttention(*this, getQuery(), getKey(), getValue(), getMask(),
-                         getResult(), getCausal(), getGqa(), scale,
+                         cast<RankedTensorType>(getResult().getType()),
+                         getCausal(), getGqa(), scale,
                          getSoftcap());
 }
 

@@ -6,7 +6,8 @@ The domain of the spec is `[B..., L, Ev, S, E]`, then, with `gqa`, the
 key/value heads `Hk`: `sizes` holds those extents, then every input's
 strides, then the result's dims, as for a kernel. Extents are read from
 the operands (`KernelSpec.extent_inputs`); q, k and v are read in place by
-the BLAS when their rows have unit stride (`blas_inputs`).
+the BLAS when their rows have unit stride (`blas_inputs`). The result is
+`[B..., L, Ev]` permuted by `result_order` (`result_row`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ from __future__ import annotations
 from mlir import ir
 
 from braze.codegen.analysis import KernelSpec, type_name
+
+
+def _grouped(expression: str) -> str:
+    """`expression` in parentheses unless it is one name."""
+    return expression if expression.isidentifier() else f"({expression})"
 
 
 class AttentionAnalysis:
@@ -42,6 +48,9 @@ class AttentionAnalysis:
         b = self.batch = rank - 2
         # Domain dims.
         self.l, self.ev, self.s, self.e = b, b + 1, b + 2, b + 3
+        # The result's dims as domain dims: the attention's [B..., L, Ev] (domain dims 0 to b + 1), permuted.
+        self.result_order = (list(ir.DenseI64ArrayAttr(attributes["result_order"])) if "result_order" in attributes
+                             else list(range(rank)))
         self.key_heads = b + 4 if self.gqa else None
         dynamic = ir.ShapedType.get_dynamic_size()
         q, k, v = (list(t.type.shape) for t in (self.query, self.key, self.value))
@@ -74,6 +83,22 @@ class AttentionAnalysis:
             return f"{score} * {literal(self.scale)}"
         return f"{literal(self.softcap)} * {tanh}({score} * {literal(self.scale / self.softcap)})"
 
+    def result_row(self, row: str) -> str:
+        """The result's row (its offset in elements over Ev) of query row
+        `row` of the batch and head that `i<d>` index along the batch dims
+        (`n<d>` the domain's extents), row-major in `result_order`."""
+        index = None
+        for dim in self.result_order[:-1]:
+            at = row if dim == self.l else f"i{dim}"
+            index = at if index is None else f"{_grouped(index)} * n{dim} + {at}"
+        return index or "0"
+
+    def result_step(self, dim: int) -> str:
+        """The distance in rows of the result between consecutive indices
+        along domain dim `dim` (a batch dim or the query rows)."""
+        order = self.result_order[:-1]
+        return " * ".join(f"n{d}" for d in order[order.index(dim) + 1:]) or "1"
+
     def broadcasts(self, number: int, dim: int) -> bool:
         """Whether input `number` is read with stride 0 along `dim` (a
         static 1: broadcast; a dynamic dim never broadcasts)."""
@@ -83,7 +108,7 @@ class AttentionAnalysis:
         spec = KernelSpec(self.name, self.domain, [self.s, self.e], [v.type for v in self.inputs],
                           [self.result.type])
         spec.result_shapes = [[("extent", d) if self.domain[d] is None else self.domain[d]
-                               for d in list(range(self.batch)) + [self.l, self.ev]]]
+                               for d in self.result_order]]
         spec.input_checks = self.input_checks
         spec.extent_inputs = self.extent_inputs
         spec.blas_inputs = [0, 1, 2]

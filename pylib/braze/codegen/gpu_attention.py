@@ -227,7 +227,7 @@ class GpuAttentionRenderer:
         if a.element in r.half_store:
             stored = f"{r.half_store[a.element]}({stored})"
         lines += ["  if (!live) return;",
-                  f"  for (int c = 0; c < {ev}; ++c) out0[(batch * n{a.l} + l) * {ev} + c] = {stored};"]
+                  f"  for (int c = 0; c < {ev}; ++c) out0[({a.result_row('l')}) * {ev} + c] = {stored};"]
         return "\n".join(lines + ["}"])
 
 

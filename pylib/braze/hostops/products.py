@@ -138,12 +138,17 @@ def attention(op):
     causal, gqa = "causal" in attributes, "gqa" in attributes
     softcap = attributes.get("softcap")
     masked_rows_nan = "masked_rows_nan" in attributes
+    order = attributes.get("result_order")  # a flash attention's result: its value permuted
 
     def run(operands, context):
+        output = _attention(operands)
+        return [output.permute(*order).contiguous() if order is not None else output]
+
+    def _attention(operands):
         query, key, value, *mask = operands
         mask = mask[0] if mask else None
         if softcap is not None:
-            return [_capped_attention(query, key, value, mask, scale, softcap, causal, gqa, masked_rows_nan)]
+            return _capped_attention(query, key, value, mask, scale, softcap, causal, gqa, masked_rows_nan)
         rows = query.shape[:-1]  # [*batch, H, L]
         if query.dim() > 4:
             query, key, value, mask = _four_dims(query, key, value, mask)
@@ -158,7 +163,7 @@ def attention(op):
             # of minus infinity is NaN.
             masked = ~mask.any(-1) if mask.dtype == torch.bool else (mask == float("-inf")).all(-1)
             output = output.masked_fill(masked.unsqueeze(-1), float("nan"))
-        return [output.reshape(*rows, output.shape[-1])]
+        return output.reshape(*rows, output.shape[-1])
 
     return run
 

@@ -855,6 +855,31 @@ func.func @flash_attention_shapes(%q: tensor<2x8x16xf32>, %k: tensor<2x8x12xf32>
 
 // -----
 
+func.func @result_order_moving_the_last_dim(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x16x8xf32> {
+  // expected-error @+1 {{result_order must permute the result's 4 dims and keep the last one last, got [0, 1, 3, 2]}}
+  %o = braze.flash_attention %q, %q, %q scale 0.25 q_block 8 kv_block 8 result_order [0, 1, 3, 2] : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x16x8xf32>
+  return %o : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+func.func @result_order_not_a_permutation(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+1 {{result_order must permute the result's 4 dims and keep the last one last, got [0, 0, 2, 3]}}
+  %o = braze.flash_attention %q, %q, %q scale 0.25 q_block 8 kv_block 8 result_order [0, 0, 2, 3] : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// The result is the attention's [2, 4, 8, 16] permuted: [2, 8, 4, 16].
+func.func @result_order_of_the_wrong_shape(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
+  // expected-error @+1 {{result must be batch... x L x Ev (8 x 16), got 'tensor<2x8x4x16xf32>' in the attention's order}}
+  %o = braze.flash_attention %q, %q, %q scale 0.25 q_block 8 kv_block 8 result_order [0, 2, 1, 3] : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
 func.func @grouped_heads_without_gqa(%q: tensor<1x8x1x16xf32>, %k: tensor<1x8x9x16xf32>) -> tensor<1x8x1x16xf32> {
   // expected-error @+1 {{grouped_heads needs grouped query heads (gqa)}}
   %o = braze.flash_attention %q, %k, %k scale 0.25 q_block 1 kv_block 8 grouped_heads : tensor<1x8x1x16xf32>, tensor<1x8x9x16xf32>, tensor<1x8x9x16xf32> -> tensor<1x8x1x16xf32>

@@ -34,7 +34,7 @@
 // CL: const float correction = exp(row_max - safe_max);
 // CL: scores[j] = bz_round_bf16(weight);
 // CL: for (int c = 0; c < 64; ++c) acc[c] += scores[j] * v_tile[j * 64 + c];
-// CL: out0[(batch * n2 + l) * 64 + c] = bz_f32_to_bf16(row_sum == (float)0 ? (float)0 : acc[c] / row_sum);
+// CL: out0[((i0 * n1 + i1) * n2 + l) * 64 + c] = bz_f32_to_bf16(row_sum == (float)0 ? (float)0 : acc[c] / row_sum);
 
 // CUDA-LABEL: function @attention: 1 kernel(s), cuda
 // CUDA: extern "C" __global__ void __launch_bounds__(32) braze_kernel_0(
@@ -49,4 +49,16 @@ func.func @attention(%q: tensor<1x8x?x64xbf16>, %k: tensor<1x2x?x64xbf16>, %v: t
   %o = braze.attention %q, %k, %v causal gqa : tensor<1x8x?x64xbf16>, tensor<1x2x?x64xbf16>, tensor<1x2x?x64xbf16>
       -> tensor<1x8x?x64xbf16>
   return %o : tensor<1x8x?x64xbf16>
+}
+
+// An attention read as an output projection reads it ([B, L, H * E]): the
+// kernel stores each row at its place in [B, L, H, E] (result_order), and no
+// other kernel copies it there.
+// CL-LABEL: function @projection: 1 kernel(s), opencl
+// CL: out0[((i0 * n2 + l) * n1 + i1) * 16 + c] = row_sum == (float)0 ? (float)0 : acc[c] / row_sum;
+func.func @projection(%q: tensor<2x4x37x16xf32>) -> tensor<2x37x64xf32> {
+  %o = braze.attention %q, %q, %q : tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32> -> tensor<2x4x37x16xf32>
+  %t = braze.permute %o [0, 2, 1, 3] : tensor<2x4x37x16xf32> -> tensor<2x37x4x16xf32>
+  %r = braze.reshape %t : tensor<2x37x4x16xf32> -> tensor<2x37x64xf32>
+  return %r : tensor<2x37x64xf32>
 }

@@ -81,8 +81,19 @@ func.func @residual_row_max(%x: tensor<?x64xf32>, %w: tensor<64x32xf32>, %r: ten
 // CHECK-NEXT: row_sum = row_sum * correction + tl.sum(weights, axis=1, keep_dims=True)
 // CHECK: acc = tl.dot(_round_bf16(weights).to(tl.bfloat16), value_block, acc * correction)
 // CHECK: empty = 0.0
-// CHECK: tl.store(out0 + (batch * n2 + l) * n3 + ev, _round_bf16(out), mask=mask_l & (ev < n3))
+// CHECK: tl.store(out0 + ((i0 * n1 + i1) * n2 + l) * n3 + ev, _round_bf16(out), mask=mask_l & (ev < n3))
 func.func @causal_gqa(%q: tensor<1x8x?x16xbf16>, %k: tensor<1x2x?x16xbf16>, %v: tensor<1x2x?x16xbf16>) -> tensor<1x8x?x16xbf16> {
   %o = braze.attention %q, %k, %v causal gqa : tensor<1x8x?x16xbf16>, tensor<1x2x?x16xbf16>, tensor<1x2x?x16xbf16> -> tensor<1x8x?x16xbf16>
   return %o : tensor<1x8x?x16xbf16>
+}
+
+// torch's multi-head attention reads the result as [L, B, H, E]: the kernel
+// stores each row there (result_order), and no other kernel copies it.
+// CHECK-LABEL: function @sequence_first: 1 kernel(s), triton
+// CHECK: tl.store(out0 + ((l * n0 + i0) * n1 + i1) * n3 + ev, out, mask=mask_l & (ev < n3))
+func.func @sequence_first(%q: tensor<2x4x37x16xf32>) -> tensor<37x2x64xf32> {
+  %o = braze.attention %q, %q, %q : tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32>, tensor<2x4x37x16xf32> -> tensor<2x4x37x16xf32>
+  %t = braze.permute %o [2, 0, 1, 3] : tensor<2x4x37x16xf32> -> tensor<37x2x4x16xf32>
+  %r = braze.reshape %t : tensor<37x2x4x16xf32> -> tensor<37x2x64xf32>
+  return %r : tensor<37x2x64xf32>
 }

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 import braze
 import braze.reference
 from braze.errors import BrazeError
+from braze.testing.modules import Apply, attention_for_projection, window_attention_for_projection
 
 TOLERANCE = {torch.float32: 3e-5, torch.bfloat16: 2e-2, torch.float16: 4e-3, torch.float64: 1e-12}
 
@@ -26,7 +27,7 @@ def _sdpa(**options):
 
 def _check(function, args, dtype=torch.float32, **compile_options):
     # f16/bf16 attentions are the library's by default where the CPU has AMX.
-    options = {"flash_attention_halves": True}
+    options = {"flash_attention_halves": True, **compile_options.pop("options", {})}
     compiled = braze.compile(function, args, options=options, **compile_options)
     assert compiled.stats["flash_attentions"] == 1 and compiled.stats["gemms"] == 0
     out, expected = compiled(*args), function(*args)
@@ -221,3 +222,83 @@ def test_nan_inputs_give_nan_rows_as_in_eager():
     q[0, 1, 5] = float("nan")
     k[0, 0, 650] = float("nan")
     _check(_sdpa(), (q, k, v))
+
+
+def _grouped_decode_for_projection(q, k, v):
+    b, h, l, e = q.shape
+    return F.scaled_dot_product_attention(q, k, v, enable_gqa=True).transpose(1, 2).reshape(b, l, h * e)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize("case", ["projection", "grouped_decode", "windows"])
+def test_the_projection_order_is_written_by_the_kernel(case, dtype):
+    """An attention read rows before heads is written in that order by the
+    kernel (result_order): no permute and no copy kernel is left, and the
+    values are eager's. Three query blocks and two key blocks (projection),
+    reshapes of the batch dims between attention and permute (windows). A
+    decode step's transpose is a reshape and needs no result_order."""
+    function, args = {
+        "projection": (attention_for_projection, _qkv(2, 3, 300, 700, 16, dtype=dtype)),
+        "grouped_decode": (_grouped_decode_for_projection, _qkv(3, 8, 1, 600, 32, dtype=dtype, kv_heads=2)),
+        "windows": (window_attention_for_projection, tuple(torch.randn(2, 4, 3, 7, 8).to(dtype) for _ in range(3))),
+    }[case]
+    compiled = _check(function, args, dtype)
+    text = str(compiled.module)
+    assert "braze.permute" not in text
+    assert compiled.stats["kernels"] == 1, "the attention is the only kernel: no copy for the transpose"
+    # One query row: the transpose moves a dim of size 1, a reshape that braze-simplify makes.
+    assert ("grouped_heads" if case == "grouped_decode" else "result_order") in text
+
+
+def test_the_projection_order_of_dynamic_lengths():
+    args = _qkv(2, 2, 20, 20, 16)
+    length = torch.export.Dim("L", max=2048)
+    compiled = _check(attention_for_projection, args, dynamic_shapes=({2: length}, {2: length}, {2: length}))
+    assert "result_order [0, 2, 1, 3]" in str(compiled.module)
+    for l in (1, 77, 700):
+        args = _qkv(2, 2, l, l, 16, seed=l)
+        torch.testing.assert_close(compiled(*args), attention_for_projection(*args), atol=3e-5, rtol=3e-5)
+
+
+def test_torch_multi_head_attention_is_written_sequence_first():
+    """torch.nn.MultiheadAttention reads its attention as [L, B, H, E]
+    (`permute(2, 0, 1, 3)`): the kernel writes that order."""
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(64, 4).eval()
+    module = Apply(lambda x: attention(x, x, x, need_weights=False)[0])
+    x = torch.randn(150, 2, 64)
+    with torch.no_grad():
+        compiled = braze.compile(module, (x,))
+        torch.testing.assert_close(compiled(x), module(x), atol=3e-5, rtol=3e-5)
+    text = str(compiled.module)
+    assert compiled.stats["flash_attentions"] == 1 and "result_order [2, 0, 1, 3]" in text
+    assert "braze.kernel" not in text.split("braze.flash_attention")[1], "a copy after the attention"
+
+
+def _hand_written(query: str, key: str, result: str, attributes: str) -> str:
+    return f"""
+func.func @f(%q: tensor<{query}xf32>, %k: tensor<{key}xf32>) -> tensor<{result}xf32> {{
+  %o = braze.flash_attention %q, %k, %k scale 0.5 {attributes} : tensor<{query}xf32>, tensor<{key}xf32>, tensor<{key}xf32> -> tensor<{result}xf32>
+  return %o : tensor<{result}xf32>
+}}"""
+
+
+@pytest.mark.parametrize("query,key,attributes,order", [
+    ((2, 3, 9, 8), (2, 3, 9, 8), "q_block 4 kv_block 4", [0, 2, 1, 3]),
+    ((2, 3, 9, 8), (2, 3, 9, 8), "q_block 4 kv_block 4", [2, 0, 1, 3]),
+    ((2, 8, 1, 8), (2, 2, 300, 8), "gqa q_block 1 kv_block 128 grouped_heads", [0, 2, 1, 3]),
+    ((2, 8, 1, 8), (2, 2, 300, 8), "gqa q_block 1 kv_block 128 grouped_heads", [2, 0, 1, 3]),
+    ((2, 8, 1, 8), (2, 2, 300, 8), "gqa q_block 1 kv_block 128 grouped_heads", [1, 0, 2, 3]),
+], ids=["rows_first", "sequence_first", "grouped_rows_first", "grouped_sequence_first", "grouped_heads_first"])
+def test_a_result_order_in_the_interpreter_and_the_kernel(query, key, attributes, order):
+    """braze.flash_attention written by hand with a result_order: the
+    reference interpreter and the CPU kernel both give eager's attention
+    permuted, grouped heads (a decode step's, whose rows are its heads)
+    included."""
+    q, k = torch.randn(*query), torch.randn(*key)
+    expected = F.scaled_dot_product_attention(q, k, k, scale=0.5, enable_gqa="gqa" in attributes).permute(*order)
+    shape = "x".join(map(str, expected.shape))
+    text = _hand_written("x".join(map(str, query)), "x".join(map(str, key)), shape,
+                         f"{attributes} result_order [{', '.join(map(str, order))}]")
+    torch.testing.assert_close(braze.reference.run(braze.parse(text), q, k)[0], expected)
+    torch.testing.assert_close(braze.compile_mlir(text)(q, k)[0], expected, atol=3e-5, rtol=3e-5)

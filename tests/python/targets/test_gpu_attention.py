@@ -21,7 +21,7 @@ import braze
 import braze.codegen
 from braze import target as targets
 from braze.ir import parse
-from braze.testing.modules import Apply
+from braze.testing.modules import Apply, attention_for_projection, window_attention_for_projection
 
 # f16: eager rounds q k^T and the softmax to f16 on the way; braze keeps f32 to the end.
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 3e-2}
@@ -125,6 +125,16 @@ def test_strided_and_broadcast_operands(target):
         return F.scaled_dot_product_attention(x.transpose(1, 2), k, v)
 
     _check(attention, (_random(2, 33, 4, 16), _random(1, 1, 50, 16, seed=1), _random(1, 1, 50, 16, seed=2)), target)
+
+
+@pytest.mark.parametrize("case", ["projection", "windows"])
+def test_a_result_read_in_another_order_is_written_so(target, case):
+    """The output projection's order ([B, L, H * E]) written by the kernel
+    itself (result_order): no other kernel, eager's values."""
+    function, shapes = {"projection": (attention_for_projection, [(2, 3, 37, 16), (2, 3, 45, 16), (2, 3, 45, 24)]),
+                        "windows": (window_attention_for_projection, [(2, 4, 3, 7, 8)] * 3)}[case]
+    compiled = _check(function, tuple(_random(*shape, seed=n) for n, shape in enumerate(shapes)), target)
+    assert "result_order" in str(compiled.module) and compiled.stats["kernels"] == 1
 
 
 def test_empty_head_dims(target):

@@ -19,7 +19,7 @@ from braze.runtime import autotune
 from braze.runtime.autotune import Tuner, config_space
 from braze.target.triton import aot_compile
 from braze.testing.kernels import kernel_form
-from braze.testing.modules import Apply
+from braze.testing.modules import Apply, attention_for_projection, window_attention_for_projection
 
 TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
 
@@ -205,6 +205,17 @@ def test_attention_matches_eager(interpreter, mask, dtype):
 @pytest.mark.parametrize("kv_heads", [1, 2])
 def test_grouped_query_heads(interpreter, kv_heads):
     _check(_sdpa(enable_gqa=True), _qkv(1, 4, 9, 20, 16, kv_heads=kv_heads), flash_attentions=1)
+
+
+@pytest.mark.parametrize("case", ["projection", "windows"])
+def test_a_result_read_in_another_order_is_written_so(interpreter, case):
+    """The output projection's order ([B, L, H * E]) stored by the kernel
+    itself (result_order): no other kernel, eager's values."""
+    function, args = {"projection": (attention_for_projection, _qkv(1, 2, 9, 40, 16)),
+                      "windows": (window_attention_for_projection,
+                                  tuple(_random(2, 2, 3, 7, 16, seed=n) for n in range(3)))}[case]
+    compiled = _check(function, args, flash_attentions=1)
+    assert "result_order" in str(compiled.module) and compiled.stats["kernels"] == 1
 
 
 def test_fully_masked_rows_are_zero_or_nan_as_in_eager(interpreter):

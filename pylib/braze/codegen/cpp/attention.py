@@ -200,15 +200,15 @@ struct bz_attention {
                    (const uint16_t*)value, ld, acc, ev, 1.0f);
     }
   }
-  // acc / sum into the output rows (contiguous); a row with no key kept is 0, or NaN.
-  void end(int64_t rows, T* out, bool masked_rows_nan) {
+  // acc / sum into the output rows (`ld` apart); a row with no key kept is 0, or NaN.
+  void end(int64_t rows, T* out, int64_t ld, bool masked_rows_nan) {
     for (int64_t r = 0; r < rows; ++r) {
       const A sum = row_sum[r];
       const A empty = masked_rows_nan ? std::numeric_limits<A>::quiet_NaN() : A(0);
       const A inverse = sum == A(0) ? A(0) : A(1) / sum;
       #pragma omp simd
       for (int64_t c = 0; c < ev; ++c)
-        out[r * ev + c] = narrow(sum == A(0) ? empty : acc[r * ev + c] * inverse);
+        out[r * ld + c] = narrow(sum == A(0) ? empty : acc[r * ev + c] * inverse);
     }
   }
 };
@@ -348,9 +348,8 @@ class AttentionRenderer:
             lines.append(f"      const auto* mask = in3 + {self._offset(3, mask_batch)};")
         # Causal: the keys after the item's last row are masked for all of its rows.
         keys = f"std::min<int64_t>({s}, q0 + rows)" if a.causal else s
-        out_row = "0"
-        for d in range(b):
-            out_row = f"({out_row}) * n{d} + i{d}"
+        # The rows of an item of grouped heads are its heads, at one query row.
+        out_ld = f"{a.result_step(b - 1 if grouped else a.l)} * {ev}"
         lines += [
             f"      const int64_t keys = {keys};",
             f"      item.begin(rows, query, {self._stride(0, b - 1) if grouped else self._row_stride(0, e)});",
@@ -375,7 +374,7 @@ class AttentionRenderer:
             "        }",
             f"        item.update(rows, cols, width, value + kv0 * {self._stride(2, b)}, {self._row_stride(2, ev)});",
             "      }",
-            f"      item.end(rows, out0 + (({out_row}) * {l} + q0) * {ev}, {str(a.masked_rows_nan).lower()});",
+            f"      item.end(rows, out0 + ({a.result_row('q0')}) * {ev}, {out_ld}, {str(a.masked_rows_nan).lower()});",
             "    }",
             "    return 0;",
             "  });",

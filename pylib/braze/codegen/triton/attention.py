@@ -160,7 +160,7 @@ class AttentionRenderer:
         if a.element == "bf16":  # Triton's store conversion truncates
             self.helpers.add("_round_bf16")
             stored = "_round_bf16(out)"
-        lines.append(f"    tl.store(out0 + (batch * {l} + l) * {ev} + ev, {stored}, mask=mask_l & (ev < {ev}))")
+        lines.append(f"    tl.store(out0 + ({a.result_row('l')}) * {ev} + ev, {stored}, mask=mask_l & (ev < {ev}))")
         signature = f"def {a.name}({', '.join(self.parameters())}):"
         return "\n".join(["@triton.jit", signature] + lines)
 
