@@ -32,13 +32,8 @@ def Braze_FlashAttentionOp : Braze_Op<"flash_attention", [Pure]> {
       attention). A schedule for the CPU's emitter; the values are the
       same up to rounding, and other emitters may ignore it.
 
-    - `result_order`: the result is the attention's value permuted (result
-      dim `i` is its dim `result_order[i]`, as `braze.permute` reads a
-      permutation), its last dim kept last: the order the result's reader
-      wants, written by the kernel itself. An output projection reads
-      `[B, L, H, Ev]` (`transpose(1, 2)`), torch's multi-head attention
-      `[L, B, H, Ev]`; `braze-lower-attention` sets it where such a
-      permute is the result's only reader, so that no copy is made.
+    - `result_order`, as `braze.attention`'s (`braze-order-attention`
+      sets it there): rows stored where the result's reader wants them.
 
     Everything accumulates in f32 (f64 for f64 inputs): f16/bf16 blocks are
     widened once, and the output rounded once. A row with no key kept has
@@ -67,11 +62,6 @@ def Braze_FlashAttentionOp : Braze_Op<"flash_attention", [Pure]> {
     type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    /// The result's type in the attention's own order, `[B..., H, L, Ev]`
-    /// (the result's type permuted back where it has a `result_order`).
-    ::mlir::RankedTensorType getAttentionType();
-  }];
 }
 
 #endif // BRAZE_FLASH_ATTENTION

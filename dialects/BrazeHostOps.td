@@ -125,6 +125,16 @@ def Braze_AttentionOp : Braze_Op<"attention", [Pure]> {
     (`braze-form-attention` sets it on the attention it forms from
     `softmax(q @ k^T ...) @ v`, whose eager result that is).
 
+    `result_order` (optional): the result is that value permuted (result
+    dim `i` is its dim `result_order[i]`, as `braze.permute` reads a
+    permutation), its last dim kept last. That is the order the result's
+    reader wants: an output projection reads `[B, L, H, Ev]`
+    (`transpose(1, 2)`), torch's multi-head attention `[L, B, H, Ev]`.
+    `braze-order-attention` sets it where such a permute is the only
+    reader; a flash attention's kernel then stores its rows there, and
+    PyTorch's fused CPU attention already writes `[B, L, H, Ev]` memory,
+    so no copy is made either way.
+
     The runtime calls the library (PyTorch's fused attention on the CPU,
     which never writes the L x S scores out); the ops around it fuse as
     usual.
@@ -139,12 +149,13 @@ def Braze_AttentionOp : Braze_Op<"attention", [Pure]> {
                        Braze_FloatTensor:$value, Optional<Braze_Tensor>:$mask,
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<F64Attr>:$softcap, UnitAttr:$causal,
-                       UnitAttr:$gqa, UnitAttr:$masked_rows_nan);
+                       UnitAttr:$gqa, UnitAttr:$masked_rows_nan,
+                       OptionalAttr<DenseI64ArrayAttr>:$result_order);
   let results = (outs Braze_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`mask` $mask^)? (`scale` $scale^)?
     (`softcap` $softcap^)? (`causal` $causal^)? (`gqa` $gqa^)? (`masked_rows_nan` $masked_rows_nan^)?
-    attr-dict `:` type($query) `,`
+    (`result_order` $result_order^)? attr-dict `:` type($query) `,`
     type($key) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;

@@ -223,6 +223,31 @@ def BrazeFormAttention : Pass<"braze-form-attention", "::mlir::func::FuncOp"> {
   ];
 }
 
+def BrazeOrderAttention : Pass<"braze-order-attention", "::mlir::func::FuncOp"> {
+  let summary = "Give braze.attention the order its reader permutes the result to";
+  let description = [{
+    Where the only reader of a `braze.attention`'s result is a
+    `braze.permute` that keeps Ev last (an output projection's
+    `transpose(1, 2)` to `[B..., L, H, Ev]`, torch's multi-head attention's
+    `[L, B, H, Ev]`), or a swap of heads and rows after reshapes that
+    together change only the static dims before the heads (Swin's windows,
+    whose attention runs over [B, W, H, N, E] and is read as
+    [B * W, N, H * E]), the attention takes that order as its
+    `result_order` and the permute goes. A flash attention's kernel then
+    stores each row where it is read, and PyTorch's fused CPU attention
+    writes `[B, L, H, Ev]` memory already: the transpose costs no copy.
+    Any other reader (a second reader, a permute that moves Ev, reshapes
+    that touch the heads) keeps the attention's own order.
+  }];
+  let dependentDialects = ["braze::BrazeDialect"];
+  let options = [
+    Option<"remarks", "remarks", "bool", "false", "Emit a remark for each attention">,
+  ];
+  let statistics = [
+    Statistic<"numOrdered", "ordered", "Attentions given their reader's order">,
+  ];
+}
+
 def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> {
   let summary = "Lower braze.attention to braze.flash_attention, a generated kernel";
   let description = [{
@@ -251,13 +276,8 @@ def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> 
     a key/value head, so the keys and values are read once, not once per
     query head.
 
-    `reader-order` (on by default): where the result's only reader is a
-    `braze.permute` that keeps Ev last (an output projection's
-    `[B..., L, H, Ev]`, torch's multi-head attention's `[L, B, H, Ev]`),
-    or a swap of heads and rows after reshapes that change only the dims
-    before the heads (Swin's windows), the kernel writes that order itself
-    (`result_order`) and the permute goes: no copy is left to make. Any
-    other reader keeps the attention's own order.
+    A `result_order` (`braze-order-attention`'s) carries over: the kernel
+    stores its rows in that order.
   }];
   let dependentDialects = ["braze::BrazeDialect"];
   let options = [
@@ -267,13 +287,10 @@ def BrazeLowerAttention : Pass<"braze-lower-attention", "::mlir::func::FuncOp"> 
            "Lower f16/bf16 attentions too (off: they stay the library's, measured faster)">,
     Option<"groupHeads", "group-heads", "bool", "false",
            "Give a work item the query heads that share a key/value head (grouped_heads), where they can be grouped">,
-    Option<"readerOrder", "reader-order", "bool", "true",
-           "Write the result in the order of a permute that is its only reader (result_order)">,
     Option<"remarks", "remarks", "bool", "false", "Emit a remark for each attention">,
   ];
   let statistics = [
     Statistic<"numLowered", "lowered", "Attentions lowered to flash_attention">,
-    Statistic<"numOrdered", "ordered", "Flash attentions writing the order their permute reads">,
   ];
 }
 

@@ -61,16 +61,15 @@ bool isFloat8(mlir::Type type);
 
 /// The operand and result checks braze.attention and braze.flash_attention
 /// share (shapes, element types, the mask, `causal` against a mask, the
-/// scale, the soft cap). `result` is the result's type in the attention's
-/// own order, `[B..., H, L, Ev]`; `resultNote` follows it in messages.
-mlir::LogicalResult verifyAttention(mlir::Operation *op, mlir::Value query,
-                                    mlir::Value key, mlir::Value value,
-                                    mlir::Value mask,
-                                    mlir::RankedTensorType result,
-                                    bool causal, bool gqa,
-                                    std::optional<double> scale,
-                                    std::optional<mlir::APFloat> softcap,
-                                    llvm::StringRef resultNote = "");
+/// scale, the soft cap, the result's order). With `resultOrder`, `result`
+/// is the attention's value permuted (result dim i is its dim
+/// resultOrder[i], the last kept last).
+mlir::LogicalResult
+verifyAttention(mlir::Operation *op, mlir::Value query, mlir::Value key,
+                mlir::Value value, mlir::Value mask, mlir::Value result,
+                std::optional<llvm::ArrayRef<int64_t>> resultOrder,
+                bool causal, bool gqa, std::optional<double> scale,
+                std::optional<mlir::APFloat> softcap);
 
 /// Why an attention's query heads that share a key/value head cannot be one
 /// work item's rows (braze.flash_attention's `grouped_heads`), or nothing

@@ -31,38 +31,11 @@ std::optional<std::string> braze::whyHeadsCannotGroup(Value query, Value key,
   return std::nullopt;
 }
 
-RankedTensorType FlashAttentionOp::getAttentionType() {
-  auto type = cast<RankedTensorType>(getType());
-  std::optional<ArrayRef<int64_t>> order = getResultOrder();
-  if (!order || int64_t(order->size()) != type.getRank())
-    return type;
-  SmallVector<int64_t> shape(type.getRank());
-  for (auto [position, dim] : llvm::enumerate(*order))
-    shape[dim] = type.getDimSize(position);
-  return type.clone(shape);
-}
-
 LogicalResult FlashAttentionOp::verify() {
-  auto result = cast<RankedTensorType>(getType());
-  int64_t rank = result.getRank();
-  if (std::optional<ArrayRef<int64_t>> order = getResultOrder()) {
-    SmallVector<bool> seen(rank, false);
-    bool permutation = int64_t(order->size()) == rank;
-    for (int64_t dim : *order) {
-      permutation = permutation && dim >= 0 && dim < rank && !seen[dim];
-      if (permutation)
-        seen[dim] = true;
-    }
-    if (!permutation || order->back() != rank - 1)
-      return emitOpError("result_order must permute the result's ")
-             << rank << " dims and keep the last one last, got ["
-             << *order << "]";
-  }
   if (failed(verifyAttention(*this, getQuery(), getKey(), getValue(),
-                             getMask(), getAttentionType(), getCausal(), getGqa(),
-                             getScale().convertToDouble(), getSoftcap(),
-                             getResultOrder() ? " in the attention's order"
-                                              : "")))
+                             getMask(), getResult(), getResultOrder(),
+                             getCausal(), getGqa(),
+                             getScale().convertToDouble(), getSoftcap())))
     return failure();
   if (getQBlock() < 1 || getKvBlock() < 1)
     return emitOpError("q_block and kv_block must be at least 1, got ")

@@ -132,13 +132,45 @@ LogicalResult ConvolutionOp::verify() {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
+/// The attention's result type in its own order, [B..., H, L, Ev], from
+/// `result` permuted by `order`; an error where `order` does not permute the
+/// result's dims with the last kept last.
+static FailureOr<RankedTensorType>
+attentionOrderType(Operation *op, RankedTensorType result,
+                   std::optional<ArrayRef<int64_t>> order) {
+  if (!order)
+    return result;
+  int64_t rank = result.getRank();
+  SmallVector<bool> seen(rank, false);
+  bool permutation = int64_t(order->size()) == rank;
+  for (int64_t dim : *order) {
+    permutation = permutation && dim >= 0 && dim < rank && !seen[dim];
+    if (permutation)
+      seen[dim] = true;
+  }
+  if (!permutation || order->back() != rank - 1)
+    return op->emitOpError("result_order must permute the result's ")
+           << rank << " dims and keep the last one last, got [" << *order
+           << "]";
+  SmallVector<int64_t> shape(rank);
+  for (auto [position, dim] : llvm::enumerate(*order))
+    shape[dim] = result.getDimSize(position);
+  return result.clone(shape);
+}
+
 LogicalResult braze::verifyAttention(Operation *op, Value queryValue,
                                     Value keyValue, Value valueValue,
-                                    Value mask, RankedTensorType result,
-                                    bool causal,
-                                    bool gqa, std::optional<double> scale,
-                                    std::optional<APFloat> softcap,
-                                    StringRef resultNote) {
+                                    Value mask, Value resultValue,
+                                    std::optional<ArrayRef<int64_t>> resultOrder,
+                                    bool causal, bool gqa,
+                                    std::optional<double> scale,
+                                    std::optional<APFloat> softcap) {
+  FailureOr<RankedTensorType> ordered = attentionOrderType(
+      op, cast<RankedTensorType>(resultValue.getType()), resultOrder);
+  if (failed(ordered))
+    return failure();
+  RankedTensorType result = *ordered;
+  StringRef resultNote = resultOrder ? " in the attention's order" : "";
   auto query = cast<RankedTensorType>(queryValue.getType());
   auto key = cast<RankedTensorType>(keyValue.getType());
   auto value = cast<RankedTensorType>(valueValue.getType());
@@ -212,9 +244,8 @@ LogicalResult AttentionOp::verify() {
   if (auto given = getScale())
     scale = given->convertToDouble();
   return verifyAttention(*this, getQuery(), getKey(), getValue(), getMask(),
-                         cast<RankedTensorType>(getResult().getType()),
-                         getCausal(), getGqa(), scale,
-                         getSoftcap());
+                         getResult(), getResultOrder(), getCausal(), getGqa(),
+                         scale, getSoftcap());
 }
 
 //===----------------------------------------------------------------------===//

@@ -557,7 +557,8 @@ void AttentionMatch::build(OpBuilder &builder) {
       builder.getF64FloatAttr(scale),
       softcap ? builder.getF64FloatAttr(*softcap) : FloatAttr(),
       /*causal=*/UnitAttr(),
-      /*gqa=*/UnitAttr(), /*masked_rows_nan=*/builder.getUnitAttr());
+      /*gqa=*/UnitAttr(), /*masked_rows_nan=*/builder.getUnitAttr(),
+      /*result_order=*/DenseI64ArrayAttr());
   Value product = root->getResult(0);
   RankedTensorType productType = tensorType(product);
   if (productType == type) {

@@ -12,6 +12,7 @@ import torch
 import braze
 from braze.hostops.products import batched_product
 from braze.runtime.copies import host_copies
+from braze.testing.modules import Apply, attention_for_projection, window_attention_for_projection
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -95,17 +96,46 @@ def test_no_host_copies(name):
         torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["gpt2_block", "llama_decoder_layer"])
+@pytest.mark.parametrize("name", ["gpt2_block", "gqa_attention", "llama_decoder_layer"])
 def test_copies_without_the_pass(name):
     """The count sees the copies the pass removes (so the test above can
-    fail). With the attention a library call, whose result is [B, H, L, E]
-    and not the order its reader wants (a flash attention writes that
-    order), the reshape after the transpose copies without the pass only."""
-    def reshape_copies(fold: bool) -> list:
-        _, args, compiled = _compiled(name, fold=fold, flash_attention=False)
-        return [copy for copy in host_copies(compiled.compiled.program, *args) if copy.name == "braze.reshape"]
+    fail): with the attention in its own order (braze-order-attention off),
+    the transpose after it is a copy unless the pass reads it in place."""
+    _, args, compiled = _compiled(name, fold=False, order_attention=False)
+    assert host_copies(compiled.compiled.program, *args)
 
-    assert reshape_copies(False) and not reshape_copies(True)
+
+@pytest.mark.parametrize("name", ["gpt2_block", "llama_decoder_layer"])
+def test_the_attention_in_its_readers_order_needs_no_copy(name):
+    """braze-order-attention alone (no braze-fold-layouts): the flash
+    attention stores its rows as [B, L, H, E], which the output projection
+    reads as it is."""
+    model, args, compiled = _compiled(name, fold=False)
+    assert "result_order" in str(compiled.module)
+    assert host_copies(compiled.compiled.program, *args) == []
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*args), model(*args), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["projection", "windows"])
+def test_the_library_attention_in_its_readers_order(case):
+    """PyTorch's fused attention (flash_attention off) in its reader's order:
+    the host op permutes its output, which costs no copy where SDPA's output
+    memory is in that order already (a query that is a transposed view of a
+    projection), and gives eager's values."""
+    x, w = torch.randn(2, 37, 3 * 64), torch.randn(64, 64)
+
+    def projection(x, w):
+        q, k, v = x.view(2, 37, 3, 4, 16).permute(2, 0, 3, 1, 4)
+        return attention_for_projection(q, k, v) @ w
+
+    function, args = {"projection": (projection, (x, w)),
+                      "windows": (window_attention_for_projection, tuple(torch.randn(2, 4, 3, 7, 8) for _ in range(3)))}[case]
+    compiled = braze.compile(Apply(function), args, options={"flash_attention": False})
+    assert compiled.stats["attentions"] == 1 and "result_order" in str(compiled.module)
+    torch.testing.assert_close(compiled(*args), function(*args), rtol=1e-4, atol=1e-4)
+    if case == "projection":
+        assert host_copies(compiled.compiled.program, *args) == []
 
 
 def test_zoo_text_models_have_no_host_copies():

@@ -105,7 +105,7 @@ def test_passes_fusion_and_codegen_topics(caplog, tmp_path):
     assert [name for name, _, _ in parsed] == 2 * [
         "braze-simplify", "func.func(braze-verify-collective-order)",
         "func.func(braze-convolution-gemms{max-work=8388608 remarks=true})", "func.func(braze-form-attention{remarks=true})",
-        f"func.func(braze-lower-attention{{{halves}group-heads=true remarks=true}})", "func.func(braze-epilogue-fusion{decode-rows=4 half-products=false remarks=true})",
+        "func.func(braze-order-attention{remarks=true})", f"func.func(braze-lower-attention{{{halves}group-heads=true remarks=true}})", "func.func(braze-epilogue-fusion{decode-rows=4 half-products=false remarks=true})",
         "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
         "func.func(braze-lower-kernels)", "func.func(braze-fold-layouts{remarks=true})", "func.func(braze-inline-kernels)", "func.func(braze-channels-last)", "func.func(braze-split-dims)", "func.func(braze-collapse-dims)", "cse",
         "func.func(braze-verify-collective-order)", "func.func(braze-overlap{remarks=true})",

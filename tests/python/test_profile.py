@@ -156,8 +156,8 @@ def test_compiles_in_a_profile_are_traced(tmp_path):
     passes = [e for e in compiles if "pipeline" in e["args"]]
     assert [e["name"] for e in passes][:7] == ["braze-simplify", "braze-verify-collective-order",
                                                "braze-convolution-gemms",
-                                               "braze-form-attention", "braze-lower-attention",
-                                               "braze-epilogue-fusion", "braze-fuse-pointwise"]
+                                               "braze-form-attention", "braze-order-attention", "braze-lower-attention",
+                                               "braze-epilogue-fusion"]
     assert len(passes) == len(braze.compiler.pipeline({}).split(","))  # one pass between two commas
     assert all(inside(run, stages["passes"]) for run in passes)
     assert passes[0]["args"]["ops_before"] == 9

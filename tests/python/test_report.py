@@ -139,7 +139,8 @@ def test_report_shows_refusals_kernels_and_passes(tmp_path):
     halves = "halves=true " if braze.target.get("cpu").options().flash_attention_halves else ""
     assert passes == ["braze-simplify", "func.func(braze-verify-collective-order)",
                       "func.func(braze-convolution-gemms{max-work=8388608 remarks=true})",
-                      "func.func(braze-form-attention{remarks=true})", f"func.func(braze-lower-attention{{{halves}group-heads=true remarks=true}})",
+                      "func.func(braze-form-attention{remarks=true})", "func.func(braze-order-attention{remarks=true})",
+                      f"func.func(braze-lower-attention{{{halves}group-heads=true remarks=true}})",
                       "func.func(braze-epilogue-fusion{decode-rows=4 half-products=false remarks=true})",
                       "func.func(braze-fuse-pointwise{recompute-limit=2 remarks=true})",
                       "func.func(braze-lower-kernels)", "func.func(braze-fold-layouts{remarks=true})", "func.func(braze-inline-kernels)",

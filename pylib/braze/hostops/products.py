@@ -138,7 +138,9 @@ def attention(op):
     causal, gqa = "causal" in attributes, "gqa" in attributes
     softcap = attributes.get("softcap")
     masked_rows_nan = "masked_rows_nan" in attributes
-    order = attributes.get("result_order")  # a flash attention's result: its value permuted
+    # The value permuted (made contiguous: free where SDPA's output memory
+    # is in that order already, as its fused kernel's for a transposed query).
+    order = attributes.get("result_order")
 
     def run(operands, context):
         output = _attention(operands)

@@ -396,7 +396,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
                          overlap_max_inflight_bytes: int = 0,
                          attention_blocks: tuple[int, int] | None = None, decode_rows: int = 0,
                          half_products: bool = True, split_dims: bool = True,
-                         group_heads: bool = False, convolution_gemm_work: int = 0) -> str:
+                         group_heads: bool = False, convolution_gemm_work: int = 0,
+                         order_attention: bool = True) -> str:
     """The passes that take captured IR to the kernel form (every target
     starts with them; a target may append its own). The collective order
     is recorded first and checked after the passes that may move
@@ -406,7 +407,9 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     emitters spell braze.fused_gemm), taking also the lone GEMMs whose M
     is static and at most `decode_rows`, and (`half_products` off) leaving
     f16/bf16 GEMMs above that M to the library. `form_attention`: braze-form-attention
-    first, before any fusion takes the softmax's ops; `flash_attention`:
+    first, before any fusion takes the softmax's ops; `order_attention`:
+    braze-order-attention after it (each attention in the order its reader
+    permutes it to); `flash_attention`:
     braze-lower-attention after it (for targets whose emitters spell
     braze.flash_attention; "halves": f16/bf16 attentions too), with
     `attention_blocks` = (q-block, kv-block) when given, and `group_heads`
@@ -447,7 +450,8 @@ def kernel_form_pipeline(fuse: bool = True, recompute_limit: int = 2, channels_l
     if group_heads:
         lower_options.append("group-heads=true")
     lower = f"braze-lower-attention{{{' '.join(lower_options)}}}," if lower_options else "braze-lower-attention,"
-    attention = ("braze-form-attention," if form_attention else "") + (lower if flash_attention else "")
+    attention = (("braze-form-attention," if form_attention else "") + ("braze-order-attention," if order_attention else "")
+                 + (lower if flash_attention else ""))
     convolutions = (f"braze-convolution-gemms{{max-work={int(convolution_gemm_work)}}},"
                     if convolution_gemm_work else "")
     return (f"braze-simplify,func.func({verify},{convolutions}{buckets}{attention}{fusion}braze-lower-kernels{fold}{layout}{collapse}),cse,"

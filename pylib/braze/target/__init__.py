@@ -98,6 +98,10 @@ class TargetOptions:
     # Form one braze.attention from softmax(q @ k^T * scale + mask) @ v
     # spelled out (braze-form-attention): the scores are never written out.
     form_attention: bool = True
+    # Give each braze.attention the order its only reader permutes the
+    # result to (braze-order-attention): the kernel or the library writes
+    # the rows there, and the transpose costs no copy.
+    order_attention: bool = True
     # Run each braze.attention as a generated flash-attention kernel
     # (braze-lower-attention; on targets whose emitters spell
     # braze.flash_attention: all but the CPU without MKL) instead of the
@@ -234,6 +238,7 @@ class Target:
                                         fold_layouts=options.fold_layouts and not self.gpu,
                                         epilogue_fusion=options.epilogue_fusion and fused_gemms,
                                         form_attention=options.form_attention,
+                                        order_attention=options.order_attention,
                                         flash_attention=(options.flash_attention and flash_attentions
                                                          and ("halves" if options.flash_attention_halves else True)),
                                         attention_blocks=self.attention_blocks,

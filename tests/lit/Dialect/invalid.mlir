@@ -863,6 +863,14 @@ func.func @result_order_moving_the_last_dim(%q: tensor<2x4x8x16xf32>) -> tensor<
 
 // -----
 
+func.func @attention_result_order_of_too_few_dims(%q: tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32> {
+  // expected-error @+1 {{'braze.attention' op result_order must permute the result's 4 dims and keep the last one last, got [1, 0, 3]}}
+  %o = braze.attention %q, %q, %q result_order [1, 0, 3] : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x8x4x16xf32>
+  return %o : tensor<2x8x4x16xf32>
+}
+
+// -----
+
 func.func @result_order_not_a_permutation(%q: tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32> {
   // expected-error @+1 {{result_order must permute the result's 4 dims and keep the last one last, got [0, 0, 2, 3]}}
   %o = braze.flash_attention %q, %q, %q scale 0.25 q_block 8 kv_block 8 result_order [0, 0, 2, 3] : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>

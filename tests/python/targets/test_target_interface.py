@@ -96,7 +96,7 @@ def test_bucket_bytes_adds_gradient_bucketing_before_fusion():
     assert "braze-bucket-collectives" not in braze.compiler.pipeline({})
     pipeline = braze.compiler.pipeline({"bucket_bytes": 4096, "flash_attention_halves": False})
     assert ("braze-verify-collective-order,braze-convolution-gemms{max-work=8388608},"
-            "braze-bucket-collectives{bucket-bytes=4096},braze-form-attention,"
+            "braze-bucket-collectives{bucket-bytes=4096},braze-form-attention,braze-order-attention,"
             "braze-lower-attention{group-heads=true},braze-epilogue-fusion" in pipeline)
     for bad in (-1, 1.5, True):
         with pytest.raises(braze.BrazeError, match=rf"bucket_bytes option must be a non-negative int .*got {bad!r}"):
