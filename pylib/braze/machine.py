@@ -1,6 +1,6 @@
 """The machine that cost estimates assume: one device's memory bandwidth and
 peak arithmetic rate, and each rank's link to the others; and the host
-CPU's instruction-set flags.
+CPU's instruction-set flags and L2 cache size.
 
 It sits below every stage that estimates time: the passes (braze-overlap's
 cost mode takes its numbers as options), the target options that validate
@@ -29,6 +29,24 @@ def cpu_flags() -> frozenset[str]:
         if line.startswith(("flags", "Features")):
             return frozenset(line.split(":", 1)[1].split())
     return frozenset()
+
+
+@functools.cache
+def l2_cache_bytes(caches: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int:
+    """One core's L2 cache in bytes, from sysfs (`caches`: the first CPU's
+    cache directories; read once; 1 MiB where the system does not say)."""
+    for index in sorted(caches.glob("index*")):
+        try:
+            if (index / "level").read_text().strip() != "2":
+                continue
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
+        digits = size[:-1] if scale != 1 else size
+        if digits.isdigit():
+            return int(digits) * scale
+    return 1 << 20
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,13 @@ Two forms, chosen from the shape (measured: docs/cpu.md):
   panel is up to `PANEL_COLUMNS` columns (all of N when there are row
   statistics) by as many rows as make the panels a multiple of the threads
   (narrower columns first: equal shares, no thread idle while another
-  finishes a panel), at most `PANEL_FLOATS` floats: the BLAS packs its
-  operands again per call, so small panels lose
-  (benchmarks/cpu/fused_gemm_variants.py, 1 thread: 64 rows 0.64-0.76x
-  torch.mm's speed, 256 x 256 0.79-0.91x, all rows x 1024 columns
-  0.86-0.90x, against 0.85-0.90x for the GEMM plus a separate epilogue).
+  finishes a panel), at most `PANEL_FLOATS` floats, one core's L2 cache
+  of them: the BLAS packs its operands again per call, so small panels
+  lose (benchmarks/cpu/fused_gemm_variants.py, 1 thread: 64 rows
+  0.64-0.76x torch.mm's speed, 256 x 256 0.79-0.91x, all rows x 1024
+  columns 0.86-0.90x, against 0.85-0.90x for the GEMM plus a separate
+  epilogue), and a panel larger than L2 is read back for the epilogue
+  from further out (docs/cpu.md: Swin-T's MLP on AMD Zen 4).
 * GEMV (a static M of at most `GEMV_ROWS`, one in `GEMV_HALF_ROWS` for
   bf16/f16 weights: decode shapes): each row of the weight is read once
   for all M rows of the input, a few weight rows at a time, the threads
@@ -35,11 +37,11 @@ from braze.codegen.cpp.emitter import CppRenderer
 from braze.codegen.gemm import GemmAnalysis
 from braze.codegen.renderer import CStyleRenderer
 from braze.errors import BrazeError
-from braze.machine import cpu_flags
+from braze.machine import cpu_flags, l2_cache_bytes
 
 PANEL_COLUMNS = 1024
 MIN_PANEL_COLUMNS = 64
-PANEL_FLOATS = 1 << 20  # 4 MiB of f32 per thread's panel
+PANEL_FLOATS = l2_cache_bytes() // 4  # a thread's f32 panel fills its core's L2 at most
 GEMV_ROWS = 16
 # The Ms at which a bf16/f16 product of half weights takes the GEMV, which
 # widens each element in registers and multiplies in 256-bit f32 vectors.
