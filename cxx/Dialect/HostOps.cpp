@@ -2,6 +2,7 @@
 
 #include "Dialect/BrazeOps.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/SmallBitVector.h"
 
@@ -141,21 +142,13 @@ attentionOrderType(Operation *op, RankedTensorType result,
   if (!order)
     return result;
   int64_t rank = result.getRank();
-  SmallVector<bool> seen(rank, false);
-  bool permutation = int64_t(order->size()) == rank;
-  for (int64_t dim : *order) {
-    permutation = permutation && dim >= 0 && dim < rank && !seen[dim];
-    if (permutation)
-      seen[dim] = true;
-  }
-  if (!permutation || order->back() != rank - 1)
+  if (int64_t(order->size()) != rank || !isPermutationVector(*order) ||
+      order->back() != rank - 1)
     return op->emitOpError("result_order must permute the result's ")
            << rank << " dims and keep the last one last, got [" << *order
            << "]";
-  SmallVector<int64_t> shape(rank);
-  for (auto [position, dim] : llvm::enumerate(*order))
-    shape[dim] = result.getDimSize(position);
-  return result.clone(shape);
+  return result.clone(
+      applyPermutation(result.getShape(), invertPermutationVector(*order)));
 }
 
 LogicalResult braze::verifyAttention(Operation *op, Value queryValue,

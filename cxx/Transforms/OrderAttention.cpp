@@ -11,6 +11,7 @@
 #include "Dialect/BrazeOps.h"
 #include "Transforms/Passes.h"
 
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Builders.h"
 
 namespace braze {
@@ -114,13 +115,11 @@ struct BrazeOrderAttentionPass
         continue;
       }
       auto type = cast<RankedTensorType>(op.getResult().getType());
-      SmallVector<int64_t> shape;
-      for (int64_t dim : reader->order)
-        shape.push_back(type.getDimSize(dim));
       // The result takes the permute's order; the reshapes and the permute,
       // its only readers, go, and one reshape gives the dims before the
       // heads the permute's sizes where they differ.
-      op.getResult().setType(type.clone(shape));
+      op.getResult().setType(
+          type.clone(applyPermutation(type.getShape(), reader->order)));
       op.setResultOrder(reader->order);
       PermuteOp permute = reader->permute;
       Value ordered = op.getResult();
