@@ -410,7 +410,7 @@ def plan_panels(tmp_path_factory):
     source = "\n".join([PRELUDE, "#include <algorithm>\n#include <cstdlib>", gemm.GEMM_PRELUDE, f"""
 extern "C" int64_t plan(int64_t batches, int64_t m, int64_t n, int64_t threads, int whole_rows, int64_t* out) {{
   const bz_panels p = bz_plan_panels(batches, m, n, threads, whole_rows, {gemm.PANEL_COLUMNS},
-                                     {gemm.MIN_PANEL_COLUMNS}, {gemm.PANEL_FLOATS});
+                                     {gemm.MIN_PANEL_COLUMNS}, {gemm.panel_floats()});
   out[0] = p.col_panels; out[1] = p.cols; out[2] = p.rows; out[3] = p.tasks;
   for (int64_t r = 0; r < p.row_panels; ++r) bz_panel_rows(r, m, p.row_panels, &out[4 + 2 * r], &out[5 + 2 * r]);
   return p.row_panels;
@@ -444,7 +444,7 @@ def test_panel_plan_balances_threads(plan_panels, batches, m, n, threads, whole_
     assert covered == list(range(m))
     counts = [count for _, count in rows]
     assert max(counts) - min(counts) <= 1 and largest_rows == max(1, max(counts))
-    assert max(counts) <= max(64, gemm.PANEL_FLOATS // cols)
+    assert max(counts) <= max(64, gemm.panel_floats() // cols)
     if len(rows) < m:  # rows left to split: the tasks divide among the threads
         assert tasks % threads == 0
         per_thread = tasks // threads  # static schedule: contiguous, equal chunks

@@ -11,7 +11,7 @@ Two forms, chosen from the shape (measured: docs/cpu.md):
   panel is up to `PANEL_COLUMNS` columns (all of N when there are row
   statistics) by as many rows as make the panels a multiple of the threads
   (narrower columns first: equal shares, no thread idle while another
-  finishes a panel), at most `PANEL_FLOATS` floats, one core's L2 cache
+  finishes a panel), at most `panel_floats()` floats, one core's L2 cache
   of them: the BLAS packs its operands again per call, so small panels
   lose (benchmarks/cpu/fused_gemm_variants.py, 1 thread: 64 rows
   0.64-0.76x torch.mm's speed, 256 x 256 0.79-0.91x, all rows x 1024
@@ -41,7 +41,6 @@ from braze.machine import cpu_flags, l2_cache_bytes
 
 PANEL_COLUMNS = 1024
 MIN_PANEL_COLUMNS = 64
-PANEL_FLOATS = l2_cache_bytes() // 4  # a thread's f32 panel fills its core's L2 at most
 GEMV_ROWS = 16
 # The Ms at which a bf16/f16 product of half weights takes the GEMV, which
 # widens each element in registers and multiplies in 256-bit f32 vectors.
@@ -136,6 +135,12 @@ GEMM_PRELUDE = (f"#define BZ_PAIRS_COLUMNS {PAIRS_COLUMNS}\n#define BZ_PAIRS_SMA
                 f"#define BZ_PAIRS_DEPTH {PAIRS_DEPTH}\n"
                 f"#define BZ_GEMV_INTERLEAVED_ROW_BYTES {GEMV_INTERLEAVED_ROW_BYTES}\n"
                 + Path(__file__).with_name("gemm_prelude.h").read_text())
+
+
+def panel_floats() -> int:
+    """The most f32 elements a thread's panel holds: its core's L2 cache
+    (read from the machine when a fused GEMM is first rendered)."""
+    return l2_cache_bytes() // 4
 
 
 def pairs_gemm_wins() -> bool:
@@ -414,7 +419,7 @@ class GemmRenderer:
         whole_rows = "true" if a.kinds else "false"  # row statistics need whole rows in a panel
         out += [
             f"  const bz_panels plan = bz_plan_panels(batches, {m}, {n}, threads, {whole_rows}, {PANEL_COLUMNS}, "
-            f"{MIN_PANEL_COLUMNS}, {PANEL_FLOATS});",
+            f"{MIN_PANEL_COLUMNS}, {panel_floats()});",
             "  const int64_t col_panels = plan.col_panels, panel_cols = plan.cols, row_panels = plan.row_panels;",
             "  const int64_t panel_rows = plan.rows, tasks = plan.tasks;",
             f"  failed |= bz_parallel(tasks > 1 && {m} * {n} * {k} >= {PARALLEL_WORK}, [&]() -> int {{",
